@@ -1,0 +1,17 @@
+"""posviz: see how transformer models encode word order.
+
+A plain library (no Streamlit): load a model, read its position embeddings, the input
+representation and attention patterns of a sentence, and compare positions.
+"""
+
+from posviz.analysis import project, row_profile, similarity
+from posviz.attention import AttentionPatterns, attention
+from posviz.embeddings import InputEmbeddings, input_embeddings
+from posviz.loading import BUNDLED_NAME, LoadedModel, ModelLoadError, load_model
+from posviz.positions import NoPositionTable, PositionEmbeddings, position_embeddings
+
+__all__ = [
+    "AttentionPatterns", "BUNDLED_NAME", "InputEmbeddings", "LoadedModel", "ModelLoadError",
+    "NoPositionTable", "PositionEmbeddings", "attention", "input_embeddings", "load_model",
+    "position_embeddings", "project", "row_profile", "similarity",
+]
