@@ -1,0 +1,44 @@
+"""Input representation page: token + segment + position, their sum, and the LayerNorm output."""
+
+import numpy as np
+import streamlit as st
+
+import posviz
+from posviz import app_state, figures
+
+key = st.session_state["model_key"]
+lm = app_state.loaded_model(key)
+
+st.title("Input representation")
+st.markdown("What the first layer receives for each token: **token + segment + position** embeddings, "
+            "summed, then (for most encoders) the embedding LayerNorm.")
+text, text_pair = app_state.sentence_inputs()
+if not text.strip():
+    st.info("Type a sentence above to see its input representation.", icon="✍️")
+    st.stop()
+if app_state.position_table(key) is None:
+    st.info(f"{lm.name} uses {lm.scheme_label}: no position vector is added to its input, so its input "
+            "representation is the token embedding alone. Look at its attention patterns instead.", icon="ℹ️")
+    st.stop()
+
+with st.spinner("Running the embedding layer …"):
+    emb = app_state.input_representation(key, text, text_pair)
+app_state.truncation_notice(emb.truncated, lm)
+
+parts = {"token": emb.token, "segment": emb.segment, "position": emb.position, "sum": emb.sum,
+         "after LayerNorm": emb.normalized}
+parts = {name: value for name, value in parts.items() if value is not None}
+app_state.show(figures.line_figure(
+    {name: np.linalg.norm(value, axis=1) for name, value in parts.items()},
+    "Norm of each part, per token", "token", "L2 norm", x_labels=emb.tokens))
+
+choice = st.radio("Vectors", list(parts), horizontal=True, key="part")
+app_state.show(figures.vector_heatmap(parts[choice], f"{choice} vectors (tokens × dimensions)", "token",
+                                      row_labels=emb.tokens))
+
+st.subheader("Same word, other position")
+app_state.show(figures.token_heatmap(posviz.similarity(emb.sum, "cosine"), emb.tokens,
+                                     "Cosine similarity of the input sums", "cosine"))
+st.caption("The two preloaded sentences use the same words in another order: 'cat' and 'dog' get the "
+           "same token embedding in both, yet different input sums, because the position embedding "
+           "added to them differs. That is all the model knows of word order.")

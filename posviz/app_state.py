@@ -1,0 +1,163 @@
+"""The one Streamlit glue module: cached loaders, the shared sidebar, shareable state.
+
+Pages call these functions and build figures with :mod:`posviz.figures`; they never reach into
+a model's modules themselves. Heavy results are cached by hashable keys (model name, revision,
+device, text), never by tensors, so moving a slider does not repeat a forward pass.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import NamedTuple
+
+import numpy as np
+import streamlit as st
+import torch
+
+import posviz
+from posviz.loading import BUNDLED_NAME
+
+#: Models offered in the picker; any other Hub id or local folder can be typed in.
+PRESETS = [
+    BUNDLED_NAME,
+    "bert-base-uncased",
+    "roberta-base",
+    "gpt2",
+    "distilbert-base-uncased",
+    "albert-base-v2",
+    "google/electra-small-discriminator",
+    "facebook/opt-125m",
+    "facebook/bart-base",
+]
+DEFAULT_TEXT = "The cat chased the dog"
+DEFAULT_TEXT_PAIR = "The dog chased the cat"
+#: Widget keys shared by several pages, kept when the user moves between pages.
+SHARED_KEYS = ("text", "text_pair")
+
+
+class ModelKey(NamedTuple):
+    """Hashable identity of a loaded model: what the caches are keyed by."""
+
+    name: str | None
+    revision: str | None
+    device: str
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def loaded_model(key: ModelKey) -> posviz.LoadedModel:
+    """The model for ``key``, loaded once per process (raises :class:`posviz.ModelLoadError`)."""
+    return posviz.load_model(key.name, revision=key.revision, device=key.device)
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def position_table(key: ModelKey) -> posviz.PositionEmbeddings | None:
+    """The model's position embeddings, or None where its scheme has no learned table."""
+    try:
+        return posviz.position_embeddings(loaded_model(key))
+    except posviz.NoPositionTable:
+        return None
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def position_similarity(key: ModelKey, metric: str, first: int, last: int) -> np.ndarray:
+    """Similarity of positions ``first .. last`` (inclusive), float32 [n, n], on the model's device."""
+    return posviz.similarity(position_table(key).tensor[first:last + 1], metric)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def position_projection(key: ModelKey, method: str, n_components: int) -> np.ndarray:
+    """UMAP or PCA of every position vector, float32 [num_positions, n_components]."""
+    return posviz.project(position_table(key).tensor, method, n_components)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def input_representation(key: ModelKey, text: str, text_pair: str | None) -> posviz.InputEmbeddings:
+    """Cached :func:`posviz.input_embeddings`."""
+    return posviz.input_embeddings(loaded_model(key), text, text_pair)
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def attention_patterns(key: ModelKey, text: str, text_pair: str | None) -> posviz.AttentionPatterns:
+    """Cached :func:`posviz.attention`."""
+    return posviz.attention(loaded_model(key), text, text_pair)
+
+
+@st.cache_resource(show_spinner=False)
+def warm_up() -> threading.Thread:
+    """Compile UMAP's numba code in the background once per process, so the first projection is fast."""
+
+    def run() -> None:
+        posviz.project(np.random.default_rng(0).normal(size=(64, 8)), "umap")
+
+    thread = threading.Thread(target=run, name="posviz-umap-warm-up", daemon=True)
+    thread.start()
+    return thread
+
+
+def _devices() -> list[str]:
+    found = ["auto", "cpu"]
+    if torch.cuda.is_available():
+        found.append("cuda")
+    if torch.backends.mps.is_available():
+        found.append("mps")
+    return found
+
+
+def sidebar() -> ModelKey:
+    """Draw the shared sidebar (model picker) and return the key of the model to use.
+
+    The picker's values live in the URL (``model``, ``revision``, ``device``). When the chosen
+    model cannot be loaded, the sidebar shows why and the last model that loaded stays in use;
+    what the user typed stays in the field.
+    """
+    for shared in SHARED_KEYS:
+        if shared in st.session_state:
+            st.session_state[shared] = st.session_state[shared]
+    with st.sidebar:
+        st.selectbox(
+            "Model", PRESETS, key="model", accept_new_options=True, bind="query-params",
+            help="Pick a preset, or type any Hugging Face Hub id (org/name) or local folder and "
+                 "press Enter. Models other than the bundled one need a network the first time.")
+        st.text_input("Revision", key="revision", bind="query-params", placeholder="default branch",
+                      help="Branch, tag or commit of a Hub model.")
+        st.selectbox("Device", _devices(), key="device", bind="query-params",
+                     help="auto: cuda, then mps, then cpu.")
+        choice = st.session_state.model
+        wanted = ModelKey(None if choice in (None, BUNDLED_NAME) else choice,
+                          st.session_state.revision.strip() or None, st.session_state.device)
+        key = wanted
+        try:
+            with st.spinner(f"Loading {choice} …"):
+                loaded_model(wanted)
+            st.session_state["last_good_model"] = wanted
+        except posviz.ModelLoadError as exc:
+            st.error(str(exc), icon="⚠️")
+            key = st.session_state.get("last_good_model", ModelKey(None, None, "auto"))
+            st.caption(f"Still showing: {loaded_model(key).name}")
+        lm = loaded_model(key)
+        st.caption(f"{lm.name} · {lm.model_type} · {lm.scheme_label} · {lm.device}")
+    return key
+
+
+def show(fig) -> None:
+    """Draw a plotly figure at full width with its own colours, and its toolbar for PNG export."""
+    st.plotly_chart(fig, theme=None, config={"displaylogo": False,
+                                             "toImageButtonOptions": {"format": "png", "scale": 2}})
+
+
+def sentence_inputs(pair: bool = True) -> tuple[str, str | None]:
+    """The sentence (``text``) and optional second sentence (``text_pair``), bound to the URL."""
+    left, right = st.columns(2)
+    text = left.text_input("Sentence (segment A)", value=DEFAULT_TEXT, key="text", bind="query-params")
+    text_pair = None
+    if pair:
+        text_pair = right.text_input("Second sentence (segment B, optional)", value=DEFAULT_TEXT_PAIR,
+                                     key="text_pair", bind="query-params")
+    return text, (text_pair or None)
+
+
+def truncation_notice(truncated: int, lm: posviz.LoadedModel) -> None:
+    """Say how many tokens were dropped, when any were."""
+    if truncated:
+        st.warning(f"The input is longer than the model's {lm.max_tokens} positions: the last "
+                   f"{truncated} tokens were dropped.", icon="✂️")

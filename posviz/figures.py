@@ -1,0 +1,195 @@
+"""Pure figure builders: numpy arrays in, plotly figures out (no Streamlit).
+
+Arrays are passed to plotly as numpy float32 so plotly sends them to the browser as binary
+typed arrays, not as JSON lists of decimals. Token axes are numeric with token tick labels, so
+that repeated tokens ("the" twice) keep their own row and column.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+#: Sequential, colour-blind-safe scale for similarities and attention.
+SEQUENTIAL = "Viridis"
+#: Diverging scale (centred on 0) for raw vector components.
+DIVERGING = "RdBu_r"
+#: Colour-blind-safe qualitative colours (Okabe & Ito) for position ranges and parts.
+QUALITATIVE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000"]
+
+_LAYOUT = dict(
+    template="plotly_white",
+    font=dict(size=15),
+    margin=dict(l=70, r=30, t=60, b=60),
+    colorway=QUALITATIVE,
+)
+
+
+def _figure(title: str, height: int = 560) -> go.Figure:
+    fig = go.Figure()
+    fig.update_layout(title=title, height=height, **_LAYOUT)
+    return fig
+
+
+def _f32(a) -> np.ndarray:
+    return np.ascontiguousarray(a, dtype=np.float32)
+
+
+def position_heatmap(matrix: np.ndarray, first: int, title: str, colorbar: str) -> go.Figure:
+    """Heatmap of a position-position matrix whose rows and columns start at position ``first``.
+
+    Parameters
+    ----------
+    matrix : np.ndarray
+        [n, n], e.g. P·Pᵀ over positions ``first .. first + n - 1``.
+    first : int
+        0-based position of row and column 0.
+    title, colorbar : str
+        Figure title and colour-bar title.
+    """
+    n = matrix.shape[0]
+    axis = np.arange(first, first + n)
+    fig = _figure(title, height=620)
+    fig.add_trace(go.Heatmap(
+        z=_f32(matrix), x=axis, y=axis, colorscale=SEQUENTIAL, colorbar=dict(title=colorbar),
+        hovertemplate="position %{y} · position %{x}<br>%{z:.5g}<extra></extra>",
+    ))
+    fig.update_xaxes(title="position")
+    fig.update_yaxes(title="position", autorange="reversed", scaleanchor="x")
+    return fig
+
+
+def row_profile_figure(profile: np.ndarray, q: int, title: str, ylabel: str) -> go.Figure:
+    """Line of "position q against all": ``profile[j]`` against position j, q marked."""
+    fig = _figure(title, height=420)
+    fig.add_trace(go.Scatter(
+        x=np.arange(len(profile)), y=_f32(profile), mode="lines", name=f"q = {q}",
+        hovertemplate="position %{x}<br>%{y:.4f}<extra></extra>",
+    ))
+    fig.add_vline(x=q, line_dash="dot", line_color="#D55E00", annotation_text=f"q = {q}")
+    fig.update_xaxes(title="position j")
+    fig.update_yaxes(title=ylabel)
+    return fig
+
+
+def vector_heatmap(matrix: np.ndarray, title: str, row_title: str, row_labels=None, first: int = 0) -> go.Figure:
+    """Raw vectors as a heatmap: rows (positions or tokens) against dimensions, centred on 0.
+
+    Parameters
+    ----------
+    matrix : np.ndarray
+        [rows, width].
+    row_labels : list of str, optional
+        Token labels; rows are numbered from ``first`` when omitted.
+    """
+    rows = np.arange(matrix.shape[0])
+    limit = float(np.abs(matrix).max()) or 1.0
+    fig = _figure(title, height=max(360, min(720, 22 * len(rows) + 160)) if row_labels else 560)
+    fig.add_trace(go.Heatmap(
+        z=_f32(matrix), y=rows + (0 if row_labels else first), colorscale=DIVERGING, zmid=0,
+        zmin=-limit, zmax=limit, colorbar=dict(title="value"),
+        hovertemplate=f"{row_title} %{{y}} · dimension %{{x}}<br>%{{z:.5g}}<extra></extra>",
+    ))
+    fig.update_xaxes(title="dimension")
+    fig.update_yaxes(title=row_title, autorange="reversed")
+    if row_labels:
+        fig.update_yaxes(tickvals=rows, ticktext=list(row_labels))
+    return fig
+
+
+def line_figure(series: dict[str, np.ndarray], title: str, xlabel: str, ylabel: str, x_labels=None) -> go.Figure:
+    """One line per named series against their index (or against token labels)."""
+    fig = _figure(title, height=420)
+    for name, values in series.items():
+        x = np.arange(len(values))
+        fig.add_trace(go.Scatter(x=x, y=_f32(values), mode="lines+markers" if x_labels else "lines", name=name))
+    fig.update_xaxes(title=xlabel)
+    if x_labels:
+        fig.update_xaxes(tickvals=np.arange(len(x_labels)), ticktext=list(x_labels), tickangle=-45)
+    fig.update_yaxes(title=ylabel)
+    return fig
+
+
+def projection_figure(coords: np.ndarray, boundaries: list[int], path: bool, title: str) -> go.Figure:
+    """Scatter of projected positions (2-D or 3-D), coloured by position range.
+
+    Parameters
+    ----------
+    coords : np.ndarray
+        [n, 2] or [n, 3]; row p is position p.
+    boundaries : list of int
+        Positions where a new colour range starts, e.g. ``[128]`` gives 0-127 and 128-(n-1).
+    path : bool
+        Also draw the line through consecutive positions.
+    """
+    n, dims = coords.shape
+    edges = [0] + sorted(b for b in set(boundaries) if 0 < b < n) + [n]
+    scatter = go.Scatter3d if dims == 3 else go.Scatter
+    fig = _figure(title, height=640)
+    axes = dict(zip("xyz", coords.T))
+    if path:
+        fig.add_trace(scatter(**{k: _f32(v) for k, v in axes.items()}, mode="lines", name="path p → p+1",
+                              line=dict(color="rgba(120,120,120,0.45)", width=1), hoverinfo="skip"))
+    for i, (lo, hi) in enumerate(zip(edges, edges[1:])):
+        fig.add_trace(scatter(
+            **{k: _f32(v[lo:hi]) for k, v in axes.items()}, mode="markers",
+            name=f"positions {lo}–{hi - 1}", customdata=np.arange(lo, hi),
+            marker=dict(size=4 if dims == 3 else 7, color=QUALITATIVE[i % len(QUALITATIVE)]),
+            hovertemplate="position %{customdata}<extra></extra>",
+        ))
+    fig.update_layout(legend=dict(itemsizing="constant"))
+    return fig
+
+
+def heads_grid(patterns: np.ndarray, title: str, columns: int = 4) -> go.Figure:
+    """All heads of one layer as small multiples on one colour scale.
+
+    Parameters
+    ----------
+    patterns : np.ndarray
+        [heads, queries, keys].
+    """
+    heads = patterns.shape[0]
+    rows = -(-heads // columns)
+    fig = make_subplots(rows=rows, cols=columns, subplot_titles=[f"head {h}" for h in range(heads)],
+                        horizontal_spacing=0.02, vertical_spacing=0.06)
+    top = float(patterns.max())
+    for h in range(heads):
+        fig.add_trace(go.Heatmap(z=_f32(patterns[h]), coloraxis="coloraxis",
+                                 hovertemplate=f"head {h}<br>query %{{y}} → key %{{x}}<br>%{{z:.4f}}<extra></extra>"),
+                      row=h // columns + 1, col=h % columns + 1)
+    fig.update_layout(title=title, height=230 * rows + 80, coloraxis=dict(colorscale=SEQUENTIAL, cmin=0, cmax=top),
+                      **_LAYOUT)
+    fig.update_xaxes(showticklabels=False)
+    fig.update_yaxes(showticklabels=False, autorange="reversed")
+    return fig
+
+
+def token_heatmap(matrix: np.ndarray, tokens: list[str], title: str, colorbar: str,
+                  row_title: str = "token", col_title: str = "token", zmin: float | None = None) -> go.Figure:
+    """A token-token matrix with token labels: an attention pattern (query rows, key columns) or
+    the similarity of input representations.
+
+    Parameters
+    ----------
+    matrix : np.ndarray
+        [num_tokens, num_tokens].
+    tokens : list of str
+        Labels of rows and columns; beyond 128 tokens the axes show indices only.
+    zmin : float, optional
+        Bottom of the colour scale (0 for attention weights).
+    """
+    idx = np.arange(len(tokens))
+    labelled = len(tokens) <= 128
+    fig = _figure(title, height=max(420, min(900, 20 * len(tokens) + 200)))
+    fig.add_trace(go.Heatmap(
+        z=_f32(matrix), x=idx, y=idx, zmin=zmin, colorscale=SEQUENTIAL, colorbar=dict(title=colorbar),
+        customdata=np.array([[(a, b) for b in tokens] for a in tokens], dtype=object) if labelled else None,
+        hovertemplate=(f"{row_title} %{{y}} %{{customdata[0]}} · {col_title} %{{x}} %{{customdata[1]}}" if labelled
+                       else f"{row_title} %{{y}} · {col_title} %{{x}}") + "<br>%{z:.4f}<extra></extra>",
+    ))
+    ticks = dict(tickvals=idx, ticktext=tokens) if labelled else {}
+    fig.update_xaxes(title=col_title, tickangle=-60, **ticks)
+    fig.update_yaxes(title=row_title, autorange="reversed", scaleanchor="x", **ticks)
+    return fig
