@@ -4,14 +4,14 @@ import streamlit as st
 
 from posviz import app_state
 
-st.set_page_config(page_title="posviz · position embeddings", page_icon="📐", layout="wide")
+st.set_page_config(page_title="posviz · position embeddings", page_icon=":material/straighten:", layout="wide")
 
 PAGES = [
-    st.Page("pages/model.py", title="Model", icon="🧩", default=True),
-    st.Page("pages/similarity.py", title="Position similarity", icon="🟨", url_path="similarity"),
-    st.Page("pages/projection.py", title="Projection", icon="🌀", url_path="projection"),
-    st.Page("pages/input.py", title="Input representation", icon="➕", url_path="input"),
-    st.Page("pages/attention.py", title="Attention", icon="👁️", url_path="attention"),
+    st.Page("pages/model.py", title="Model", icon=":material/info:", default=True),
+    st.Page("pages/similarity.py", title="Position similarity", icon=":material/grid_on:", url_path="similarity"),
+    st.Page("pages/projection.py", title="Projection", icon=":material/scatter_plot:", url_path="projection"),
+    st.Page("pages/input.py", title="Input representation", icon=":material/functions:", url_path="input"),
+    st.Page("pages/attention.py", title="Attention", icon=":material/visibility:", url_path="attention"),
 ]
 
 page = st.navigation(PAGES)

@@ -6,13 +6,13 @@ import streamlit as st
 from posviz import app_state, figures
 from posviz.attention import without_tokens
 
-key = st.session_state["model_key"]
+key = app_state.current_model()
 lm = app_state.loaded_model(key)
 
 st.title("Attention")
 text, text_pair = app_state.sentence_inputs()
 if not text.strip():
-    st.info("Type a sentence above to see its attention patterns.", icon="✍️")
+    st.info("Type a sentence above to see its attention patterns.", icon=":material/edit:")
     st.stop()
 
 with st.spinner("Running the model …"):

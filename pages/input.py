@@ -6,7 +6,7 @@ import streamlit as st
 import posviz
 from posviz import app_state, figures
 
-key = st.session_state["model_key"]
+key = app_state.current_model()
 lm = app_state.loaded_model(key)
 
 st.title("Input representation")
@@ -14,11 +14,11 @@ st.markdown("What the first layer receives for each token: **token + segment + p
             "summed, then (for most encoders) the embedding LayerNorm.")
 text, text_pair = app_state.sentence_inputs()
 if not text.strip():
-    st.info("Type a sentence above to see its input representation.", icon="✍️")
+    st.info("Type a sentence above to see its input representation.", icon=":material/edit:")
     st.stop()
 if app_state.position_table(key) is None:
     st.info(f"{lm.name} uses {lm.scheme_label}: no position vector is added to its input, so its input "
-            "representation is the token embedding alone. Look at its attention patterns instead.", icon="ℹ️")
+            "representation is the token embedding alone. Look at its attention patterns instead.", icon=":material/info:")
     st.stop()
 
 with st.spinner("Running the embedding layer …"):

@@ -4,14 +4,14 @@ import streamlit as st
 
 from posviz import app_state, figures
 
-key = st.session_state["model_key"]
+key = app_state.current_model()
 lm = app_state.loaded_model(key)
 table = app_state.position_table(key)
 
 st.title("Projection of the position embeddings")
 if table is None:
     st.info(f"{lm.name} uses {lm.scheme_label}: it has no learned position vectors to project. "
-            "Pick a model with learned absolute positions in the sidebar.", icon="ℹ️")
+            "Pick a model with learned absolute positions in the sidebar.", icon=":material/info:")
     st.stop()
 
 n = table.num_positions
@@ -32,7 +32,7 @@ for part in edges_text.replace(";", ",").split(","):
     if part.isdigit() and 0 < int(part) < n:
         boundaries.append(int(part))
     elif part:
-        st.warning(f"'{part}' is not a position between 1 and {n - 1}; it is ignored.", icon="⚠️")
+        st.warning(f"'{part}' is not a position between 1 and {n - 1}; it is ignored.", icon=":material/warning:")
 
 with st.spinner(f"Running {method.upper()} on {n} positions …"):
     coords = app_state.position_projection(key, method, dims)

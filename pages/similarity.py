@@ -5,7 +5,7 @@ import streamlit as st
 import posviz
 from posviz import app_state, figures
 
-key = st.session_state["model_key"]
+key = app_state.current_model()
 lm = app_state.loaded_model(key)
 table = app_state.position_table(key)
 
@@ -13,7 +13,7 @@ st.title("Position similarity")
 if table is None:
     st.info(f"{lm.name} uses {lm.scheme_label}: it has no learned position vectors to compare. "
             "Pick a model with learned absolute positions (BERT, RoBERTa, GPT-2, …) in the sidebar, "
-            "or look at its attention patterns.", icon="ℹ️")
+            "or look at its attention patterns.", icon=":material/info:")
     st.stop()
 
 n = table.num_positions
@@ -21,6 +21,9 @@ c1, c2, c3 = st.columns([1, 1, 2])
 metric = c1.radio("Similarity", ["dot", "cosine"], horizontal=True, key="metric", bind="query-params",
                   format_func={"dot": "dot product P·Pᵀ", "cosine": "cosine"}.get)
 normalize = c2.toggle("Divide by the maximum", key="normalize", bind="query-params")
+clip = c2.toggle("Clip colours (1–99 %)", value=True, key="clip", bind="query-params",
+                 help="A few outliers (position 0 of BERT-style models) otherwise take the whole colour scale. "
+                      "Hover shows the true values either way.")
 first, last = c3.slider("Positions", 0, n - 1, (0, min(n, 2048) - 1), key="range", bind="query-params")
 
 with st.spinner("Computing similarities …"):
@@ -29,7 +32,7 @@ shown = matrix / matrix.max() if normalize else matrix
 label = "P·Pᵀ" if metric == "dot" else "cosine"
 app_state.show(figures.position_heatmap(
     shown, first, f"{label} between positions {first}–{last}" + (" (÷ max)" if normalize else ""),
-    label + (" ÷ max" if normalize else "")))
+    label + (" ÷ max" if normalize else ""), clip=clip))
 
 st.subheader("Position q against all")
 q = st.number_input("Position q", 0, n - 1, min(128, n - 1), key="q", bind="query-params")

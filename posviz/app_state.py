@@ -11,8 +11,10 @@ import threading
 from typing import NamedTuple
 
 import numpy as np
+import pandas  # noqa: F401  imported here, once, so the warm-up thread never imports it beside a page
 import streamlit as st
 import torch
+from streamlit.runtime.pages_manager import PagesManager
 
 import posviz
 from posviz.loading import BUNDLED_NAME
@@ -67,6 +69,8 @@ def position_similarity(key: ModelKey, metric: str, first: int, last: int) -> np
 @st.cache_data(show_spinner=False, max_entries=16)
 def position_projection(key: ModelKey, method: str, n_components: int) -> np.ndarray:
     """UMAP or PCA of every position vector, float32 [num_positions, n_components]."""
+    if method == "umap":
+        warm_up().join()  # one thread at a time imports and compiles umap
     return posviz.project(position_table(key).tensor, method, n_components)
 
 
@@ -131,12 +135,25 @@ def sidebar() -> ModelKey:
                 loaded_model(wanted)
             st.session_state["last_good_model"] = wanted
         except posviz.ModelLoadError as exc:
-            st.error(str(exc), icon="⚠️")
+            st.error(str(exc), icon=":material/warning:")
             key = st.session_state.get("last_good_model", ModelKey(None, None, "auto"))
             st.caption(f"Still showing: {loaded_model(key).name}")
         lm = loaded_model(key)
         st.caption(f"{lm.name} · {lm.model_type} · {lm.scheme_label} · {lm.device}")
     return key
+
+
+def current_model() -> ModelKey:
+    """The key of the model chosen in the sidebar; every page starts with this call.
+
+    On a freshly started server whose first request names a page (``/similarity``), Streamlit
+    runs the file of ``pages/`` directly, in its legacy multipage mode, without ``app.py``;
+    this marks the app as driven by ``st.navigation`` and reruns it through ``app.py``.
+    """
+    if "model_key" not in st.session_state:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+    return st.session_state["model_key"]
 
 
 def show(fig) -> None:
@@ -160,4 +177,4 @@ def truncation_notice(truncated: int, lm: posviz.LoadedModel) -> None:
     """Say how many tokens were dropped, when any were."""
     if truncated:
         st.warning(f"The input is longer than the model's {lm.max_tokens} positions: the last "
-                   f"{truncated} tokens were dropped.", icon="✂️")
+                   f"{truncated} tokens were dropped.", icon=":material/content_cut:")

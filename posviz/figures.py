@@ -36,7 +36,23 @@ def _f32(a) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=np.float32)
 
 
-def position_heatmap(matrix: np.ndarray, first: int, title: str, colorbar: str) -> go.Figure:
+def clip_limits(values: np.ndarray, percentile: float = 99.0) -> tuple[float, float]:
+    """Colour limits at the ``100 - percentile`` and ``percentile`` percentiles of ``values``.
+
+    A few outliers (BERT's position 0 has a norm five times the others) would otherwise take the
+    whole colour scale; hover still shows the true value.
+    """
+    low, high = np.percentile(values, [100 - percentile, percentile])
+    return float(low), float(high)
+
+
+def _square(fig: go.Figure) -> None:
+    """Equal x and y units, the plot shrunk to its data instead of padded."""
+    fig.update_xaxes(constrain="domain")
+    fig.update_yaxes(autorange="reversed", scaleanchor="x", constrain="domain")
+
+
+def position_heatmap(matrix: np.ndarray, first: int, title: str, colorbar: str, clip: bool = True) -> go.Figure:
     """Heatmap of a position-position matrix whose rows and columns start at position ``first``.
 
     Parameters
@@ -47,16 +63,22 @@ def position_heatmap(matrix: np.ndarray, first: int, title: str, colorbar: str) 
         0-based position of row and column 0.
     title, colorbar : str
         Figure title and colour-bar title.
+    clip : bool
+        Colours span the 1st to 99th percentile (:func:`clip_limits`) instead of min to max;
+        the colour bar says so.
     """
     n = matrix.shape[0]
     axis = np.arange(first, first + n)
-    fig = _figure(title, height=620)
+    zmin, zmax = clip_limits(matrix) if clip else (None, None)
+    fig = _figure(title, height=640)
     fig.add_trace(go.Heatmap(
-        z=_f32(matrix), x=axis, y=axis, colorscale=SEQUENTIAL, colorbar=dict(title=colorbar),
+        z=_f32(matrix), x=axis, y=axis, zmin=zmin, zmax=zmax, colorscale=SEQUENTIAL,
+        colorbar=dict(title=colorbar + ("<br>(1–99 %<br>clipped)" if clip else "")),
         hovertemplate="position %{y} · position %{x}<br>%{z:.5g}<extra></extra>",
     ))
     fig.update_xaxes(title="position")
-    fig.update_yaxes(title="position", autorange="reversed", scaleanchor="x")
+    fig.update_yaxes(title="position")
+    _square(fig)
     return fig
 
 
@@ -84,11 +106,11 @@ def vector_heatmap(matrix: np.ndarray, title: str, row_title: str, row_labels=No
         Token labels; rows are numbered from ``first`` when omitted.
     """
     rows = np.arange(matrix.shape[0])
-    limit = float(np.abs(matrix).max()) or 1.0
+    limit = clip_limits(np.abs(matrix), 99.5)[1] or 1.0
     fig = _figure(title, height=max(360, min(720, 22 * len(rows) + 160)) if row_labels else 560)
     fig.add_trace(go.Heatmap(
         z=_f32(matrix), y=rows + (0 if row_labels else first), colorscale=DIVERGING, zmid=0,
-        zmin=-limit, zmax=limit, colorbar=dict(title="value"),
+        zmin=-limit, zmax=limit, colorbar=dict(title="value<br>(99.5 %<br>clipped)"),
         hovertemplate=f"{row_title} %{{y}} · dimension %{{x}}<br>%{{z:.5g}}<extra></extra>",
     ))
     fig.update_xaxes(title="dimension")
@@ -191,5 +213,6 @@ def token_heatmap(matrix: np.ndarray, tokens: list[str], title: str, colorbar: s
     ))
     ticks = dict(tickvals=idx, ticktext=tokens) if labelled else {}
     fig.update_xaxes(title=col_title, tickangle=-60, **ticks)
-    fig.update_yaxes(title=row_title, autorange="reversed", scaleanchor="x", **ticks)
+    fig.update_yaxes(title=row_title, **ticks)
+    _square(fig)
     return fig
