@@ -17,4 +17,7 @@ PAGES = [
 page = st.navigation(PAGES)
 app_state.warm_up()
 st.session_state["model_key"] = app_state.sidebar()
-page.run()
+try:
+    page.run()
+except Exception as exc:  # the last net: a message and a way forward, never a traceback
+    app_state.page_failed(exc)

@@ -10,7 +10,7 @@ key = app_state.current_model()
 lm = app_state.loaded_model(key)
 
 st.title("Attention")
-text, text_pair = app_state.sentence_inputs()
+text, text_pair = app_state.sentence_inputs(lm)
 if not text.strip():
     st.info("Type a sentence above to see its attention patterns.", icon=":material/edit:")
     st.stop()

@@ -12,7 +12,7 @@ lm = app_state.loaded_model(key)
 st.title("Input representation")
 st.markdown("What the first layer receives for each token: **token + segment + position** embeddings, "
             "summed, then (for most encoders) the embedding LayerNorm.")
-text, text_pair = app_state.sentence_inputs()
+text, text_pair = app_state.sentence_inputs(lm)
 if not text.strip():
     st.info("Type a sentence above to see its input representation.", icon=":material/edit:")
     st.stop()

@@ -13,7 +13,7 @@ st.title("Model")
 st.markdown(f"**{lm.name}**" + (f" @ `{lm.revision}`" if lm.revision else ""))
 cfg = lm.config.get_text_config()
 facts = [
-    ("Family", lm.model_type),
+    ("Family", lm.family),
     ("Positions", f"{lm.max_tokens:,}"),
     ("Width", str(table.width if table else cfg.hidden_size)),
     ("Layers", str(lm.num_layers)),

@@ -7,6 +7,7 @@ device, text), never by tensors, so moving a slider does not repeat a forward pa
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import NamedTuple
 
@@ -18,6 +19,8 @@ from streamlit.runtime.pages_manager import PagesManager
 
 import posviz
 from posviz.loading import BUNDLED_NAME
+
+LOG = logging.getLogger("posviz")
 
 #: Models offered in the picker; any other Hub id or local folder can be typed in.
 PRESETS = [
@@ -137,9 +140,8 @@ def sidebar() -> ModelKey:
         except posviz.ModelLoadError as exc:
             st.error(str(exc), icon=":material/warning:")
             key = st.session_state.get("last_good_model", ModelKey(None, None, "auto"))
-            st.caption(f"Still showing: {loaded_model(key).name}")
         lm = loaded_model(key)
-        st.caption(f"{lm.name} · {lm.model_type} · {lm.scheme_label} · {lm.device}")
+        st.caption(f"Showing **{lm.name}** · {lm.family} · {lm.scheme_label} · {lm.device}")
     return key
 
 
@@ -156,20 +158,33 @@ def current_model() -> ModelKey:
     return st.session_state["model_key"]
 
 
+def page_failed(exc: Exception) -> None:
+    """Report an unexpected failure of a page in words, log the traceback, keep the app usable."""
+    LOG.exception("page failed")
+    st.error(f"This view failed for the current model and input ({type(exc).__name__}: {exc}). "
+             "Your inputs are kept: try another sentence or model, or another page. "
+             "The full error is in the server log.", icon=":material/error:")
+
+
 def show(fig) -> None:
     """Draw a plotly figure at full width with its own colours, and its toolbar for PNG export."""
     st.plotly_chart(fig, theme=None, config={"displaylogo": False,
                                              "toImageButtonOptions": {"format": "png", "scale": 2}})
 
 
-def sentence_inputs(pair: bool = True) -> tuple[str, str | None]:
-    """The sentence (``text``) and optional second sentence (``text_pair``), bound to the URL."""
+def sentence_inputs(lm: posviz.LoadedModel) -> tuple[str, str | None]:
+    """The sentence (``text``) and optional second sentence (``text_pair``), bound to the URL.
+
+    The second sentence is segment B where the model has a segment table; otherwise the
+    tokenizer simply joins the two.
+    """
     left, right = st.columns(2)
-    text = left.text_input("Sentence (segment A)", value=DEFAULT_TEXT, key="text", bind="query-params")
-    text_pair = None
-    if pair:
-        text_pair = right.text_input("Second sentence (segment B, optional)", value=DEFAULT_TEXT_PAIR,
-                                     key="text_pair", bind="query-params")
+    segments = lm.layout.segment is not None
+    text = left.text_input("Sentence (segment A)" if segments else "Sentence", value=DEFAULT_TEXT,
+                           key="text", bind="query-params")
+    text_pair = right.text_input(
+        "Second sentence (segment B, optional)" if segments else "Second sentence (optional, joined by the tokenizer)",
+        value=DEFAULT_TEXT_PAIR, key="text_pair", bind="query-params")
     return text, (text_pair or None)
 
 

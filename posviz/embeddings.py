@@ -72,18 +72,18 @@ def input_embeddings(lm: LoadedModel, text: str, text_pair: str | None = None) -
         When ``text`` is empty, or the model's family is not in the registry (no known token
         embedding module).
     """
-    family = lm.family
-    if not family.token:
+    layout = lm.layout
+    if not layout.token:
         raise ValueError(
-            f"posviz does not know where {lm.model_type} keeps its token embeddings, so it cannot "
+            f"posviz does not know where {lm.family} keeps its token embeddings, so it cannot "
             "split its input representation. Its attention patterns are still available.")
     encoded = encode(lm, text, text_pair)
-    token_module = next(m for m in (resolve(lm.model, p) for p in family.token) if m is not None)
+    token_module = next(m for m in (resolve(lm.model, p) for p in layout.token) if m is not None)
     modules = {
         "token": token_module,
-        "segment": resolve(lm.model, family.segment) if family.segment else None,
-        "position": resolve(lm.model, family.position) if family.position else None,
-        "normalized": resolve(lm.model, family.layernorm) if family.layernorm else None,
+        "segment": resolve(lm.model, layout.segment) if layout.segment else None,
+        "position": resolve(lm.model, layout.position) if layout.position else None,
+        "normalized": resolve(lm.model, layout.layernorm) if layout.layernorm else None,
     }
     captured: dict[str, torch.Tensor] = {}
     handles = [

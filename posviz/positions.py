@@ -55,13 +55,13 @@ class PositionEmbeddings:
 
 def _table(lm: LoadedModel) -> tuple[torch.nn.Module, int] | None:
     """The position module and its offset, or None where the family has no learned table."""
-    family = lm.family
-    if family.position is None:
+    layout = lm.layout
+    if layout.position is None:
         return None
-    table = resolve(lm.model, family.position)
+    table = resolve(lm.model, layout.position)
     if table is None:
         return None
-    return table, family.offset(table) if family.offset else 0
+    return table, layout.offset(table) if layout.offset else 0
 
 
 def table_rows(lm: LoadedModel) -> int | None:
@@ -101,10 +101,10 @@ def position_embeddings(lm: LoadedModel) -> PositionEmbeddings:
     found = _table(lm)
     if found is None:
         raise NoPositionTable(
-            f"{lm.name} ({lm.model_type}) uses {SCHEME_LABELS[lm.scheme]}: it has no learned table "
+            f"{lm.name} ({lm.family}) uses {SCHEME_LABELS[lm.scheme]}: it has no learned table "
             "of position vectors to plot. Its attention patterns are still available."
         )
     table, offset = found
     with torch.no_grad():
         tensor = table.weight[offset:].detach().to(torch.float32)
-    return PositionEmbeddings(scheme=lm.scheme, tensor=tensor, offset=offset, source=lm.family.position)
+    return PositionEmbeddings(scheme=lm.scheme, tensor=tensor, offset=offset, source=lm.layout.position)

@@ -1,6 +1,6 @@
 """Which positional scheme a model family uses, and where its modules live.
 
-A new architecture is one entry in :data:`FAMILIES`. Paths are attribute paths relative to the
+A new architecture is one entry in :data:`LAYOUTS`. Paths are attribute paths relative to the
 base model (``model.base_model``), as listed in transformers 5.x; see the table "Where each
 family keeps its positions" in the project's positional-schemes reference.
 """
@@ -44,8 +44,8 @@ def _padding_offset(table: nn.Module) -> int:
 
 
 @dataclass(frozen=True)
-class Family:
-    """Where one model family keeps the parts of its input representation.
+class EmbeddingLayout:
+    """Where one model family keeps the parts of its input representation, and its scheme.
 
     Attributes
     ----------
@@ -87,39 +87,39 @@ _BART_LIKE = dict(
     offset=_module_offset,
 )
 
-#: model_type (``config.model_type``) -> Family.
-FAMILIES: dict[str, Family] = {
-    "bert": Family(LEARNED_ABSOLUTE, **_BERT_LIKE),
-    "albert": Family(LEARNED_ABSOLUTE, **_BERT_LIKE),
-    "electra": Family(LEARNED_ABSOLUTE, **_BERT_LIKE),
-    "roberta": Family(LEARNED_ABSOLUTE, **_ROBERTA_LIKE),
-    "xlm-roberta": Family(LEARNED_ABSOLUTE, **_ROBERTA_LIKE),
-    "camembert": Family(LEARNED_ABSOLUTE, **_ROBERTA_LIKE),
-    "distilbert": Family(LEARNED_ABSOLUTE, **dict(_BERT_LIKE, segment=None)),
-    "gpt2": Family(LEARNED_ABSOLUTE, position="wpe", token=("wte",)),
-    "opt": Family(
+#: model_type (``config.model_type``) -> EmbeddingLayout.
+LAYOUTS: dict[str, EmbeddingLayout] = {
+    "bert": EmbeddingLayout(LEARNED_ABSOLUTE, **_BERT_LIKE),
+    "albert": EmbeddingLayout(LEARNED_ABSOLUTE, **_BERT_LIKE),
+    "electra": EmbeddingLayout(LEARNED_ABSOLUTE, **_BERT_LIKE),
+    "roberta": EmbeddingLayout(LEARNED_ABSOLUTE, **_ROBERTA_LIKE),
+    "xlm-roberta": EmbeddingLayout(LEARNED_ABSOLUTE, **_ROBERTA_LIKE),
+    "camembert": EmbeddingLayout(LEARNED_ABSOLUTE, **_ROBERTA_LIKE),
+    "distilbert": EmbeddingLayout(LEARNED_ABSOLUTE, **dict(_BERT_LIKE, segment=None)),
+    "gpt2": EmbeddingLayout(LEARNED_ABSOLUTE, position="wpe", token=("wte",)),
+    "opt": EmbeddingLayout(
         LEARNED_ABSOLUTE,
         position="decoder.embed_positions",
         token=("decoder.project_in", "decoder.embed_tokens"),
         offset=_module_offset,
     ),
-    "bart": Family(LEARNED_ABSOLUTE, **_BART_LIKE),
-    "mbart": Family(LEARNED_ABSOLUTE, **_BART_LIKE),
-    **{name: Family(ROTARY) for name in (
+    "bart": EmbeddingLayout(LEARNED_ABSOLUTE, **_BART_LIKE),
+    "mbart": EmbeddingLayout(LEARNED_ABSOLUTE, **_BART_LIKE),
+    **{name: EmbeddingLayout(ROTARY) for name in (
         "llama", "mistral", "mixtral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text",
         "gpt_neox", "phi", "phi3", "gptj", "olmo", "olmo2", "stablelm", "cohere",
     )},
-    "bloom": Family(ALIBI),
-    "mpt": Family(ALIBI),
-    "t5": Family(RELATIVE_BIAS),
-    "mt5": Family(RELATIVE_BIAS),
-    "deberta-v2": Family(RELATIVE_EMBEDDINGS),
-    **{name: Family(SINUSOIDAL) for name in ("marian", "pegasus", "m2m_100", "nllb-moe", "whisper")},
+    "bloom": EmbeddingLayout(ALIBI),
+    "mpt": EmbeddingLayout(ALIBI),
+    "t5": EmbeddingLayout(RELATIVE_BIAS),
+    "mt5": EmbeddingLayout(RELATIVE_BIAS),
+    "deberta-v2": EmbeddingLayout(RELATIVE_EMBEDDINGS),
+    **{name: EmbeddingLayout(SINUSOIDAL) for name in ("marian", "pegasus", "m2m_100", "nllb-moe", "whisper")},
 }
 
 
-def family_of(config) -> Family:
-    """The :class:`Family` entry for a transformers config.
+def layout_of(config) -> EmbeddingLayout:
+    """The :class:`EmbeddingLayout` entry for a transformers config.
 
     Parameters
     ----------
@@ -129,11 +129,11 @@ def family_of(config) -> Family:
     -------
     Family
         The registry entry; for Falcon, ALiBi when ``config.alibi`` else rotary; for a model type
-        not in :data:`FAMILIES`, ``Family(UNKNOWN)``.
+        not in :data:`LAYOUTS`, ``EmbeddingLayout(UNKNOWN)``.
     """
     if config.model_type == "falcon":
-        return Family(ALIBI if getattr(config, "alibi", False) else ROTARY)
-    return FAMILIES.get(config.model_type, Family(UNKNOWN))
+        return EmbeddingLayout(ALIBI if getattr(config, "alibi", False) else ROTARY)
+    return LAYOUTS.get(config.model_type, EmbeddingLayout(UNKNOWN))
 
 
 def resolve(root: nn.Module, path: str) -> nn.Module | None:
