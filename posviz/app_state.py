@@ -49,9 +49,12 @@ class ModelKey(NamedTuple):
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
-def loaded_model(key: ModelKey) -> posviz.LoadedModel:
-    """The model for ``key``, loaded once per process (raises :class:`posviz.ModelLoadError`)."""
-    return posviz.load_model(key.name, revision=key.revision, device=key.device)
+def loaded_model(key: ModelKey, _progress=None) -> posviz.LoadedModel:
+    """The model for ``key``, loaded once per process (raises :class:`posviz.ModelLoadError`).
+
+    ``_progress`` (not part of the cache key) is called with each loading step.
+    """
+    return posviz.load_model(key.name, revision=key.revision, device=key.device, progress=_progress)
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
@@ -133,12 +136,13 @@ def sidebar() -> ModelKey:
         wanted = ModelKey(None if choice in (None, BUNDLED_NAME) else choice,
                           st.session_state.revision.strip() or None, st.session_state.device)
         key = wanted
+        steps = st.empty()
         try:
-            with st.spinner(f"Loading {choice} …"):
-                loaded_model(wanted)
+            loaded_model(wanted, _progress=lambda message: steps.info(message, icon=":material/downloading:"))
+            steps.empty()
             st.session_state["last_good_model"] = wanted
         except posviz.ModelLoadError as exc:
-            st.error(str(exc), icon=":material/warning:")
+            steps.error(str(exc), icon=":material/warning:")
             key = st.session_state.get("last_good_model", ModelKey(None, None, "auto"))
         lm = loaded_model(key)
         st.caption(f"Showing **{lm.name}** · {lm.family} · {lm.scheme_label} · {lm.device}")

@@ -6,6 +6,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import torch
 from huggingface_hub import errors as hub_errors
@@ -186,7 +187,8 @@ def _explain(name: str, revision: str | None, exc: Exception) -> str:
     return f"Could not load '{name}': {text.splitlines()[0] if text else type(exc).__name__}"
 
 
-def load_model(name_or_path: str | None = None, *, revision: str | None = None, device: str = "auto") -> LoadedModel:
+def load_model(name_or_path: str | None = None, *, revision: str | None = None, device: str = "auto",
+               progress: Callable[[str], None] | None = None) -> LoadedModel:
     """Load a model and its tokenizer, ready for every posviz view.
 
     The same code path serves Hub ids, local folders and the bundled default: transformers'
@@ -203,6 +205,9 @@ def load_model(name_or_path: str | None = None, *, revision: str | None = None, 
         Branch, tag or commit on the Hub; None for the default branch.
     device : str
         ``"auto"`` (cuda, then mps, then cpu) or a torch device string.
+    progress : callable, optional
+        Called with a short sentence before each step (config, tokenizer, weights, device), for
+        a progress display.
 
     Returns
     -------
@@ -225,10 +230,13 @@ def load_model(name_or_path: str | None = None, *, revision: str | None = None, 
             f"'{name}' is a folder but holds no config.json, so it is not a transformers model. "
             "Give a folder saved with save_pretrained, or a Hub id.")
     kwargs = dict(revision=revision or None, trust_remote_code=False)
+    step = progress or (lambda _message: None)
+    step(f"Reading the configuration of {display} …")
     try:
         config = AutoConfig.from_pretrained(path, **kwargs)
     except (OSError, ValueError, KeyError) as exc:
         raise ModelLoadError(_explain(display, revision, exc)) from exc
+    step("Loading the tokenizer …")
     try:
         tokenizer = AutoTokenizer.from_pretrained(path, **kwargs)
     except (OSError, ValueError, TypeError, KeyError) as exc:
@@ -240,11 +248,13 @@ def load_model(name_or_path: str | None = None, *, revision: str | None = None, 
         raise ModelLoadError(
             f"'{display}' ships no tokenizer files (transformers made an empty one: only special "
             "tokens). posviz needs one to turn sentences into tokens; pick a repository that ships one.")
+    step("Loading the weights (a first download can take a while) …")
     try:
         model = AutoModel.from_pretrained(path, config=config, attn_implementation="eager", dtype="auto", **kwargs)
     except (OSError, ValueError, KeyError, RuntimeError) as exc:
         raise ModelLoadError(_explain(display, revision, exc)) from exc
     torch_device = pick_device(device)
+    step(f"Moving the model to {torch_device} …")
     model = model.base_model.to(torch_device).eval()
     return LoadedModel(
         name=display,
