@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import NamedTuple
+from collections import OrderedDict
+from typing import Callable, NamedTuple
 
 import numpy as np
 import pandas  # noqa: F401  imported here, once, so the warm-up thread never imports it beside a page
@@ -48,13 +49,34 @@ class ModelKey(NamedTuple):
     device: str
 
 
-@st.cache_resource(show_spinner=False, max_entries=4)
-def loaded_model(key: ModelKey, _progress=None) -> posviz.LoadedModel:
-    """The model for ``key``, loaded once per process (raises :class:`posviz.ModelLoadError`).
+#: Most models kept in memory at once; the least recently used goes first.
+MAX_MODELS = 4
 
-    ``_progress`` (not part of the cache key) is called with each loading step.
+
+@st.cache_resource(show_spinner=False)
+def _model_store() -> tuple[OrderedDict, threading.Lock]:
+    """The process-wide models, least recently used first, and the lock that guards loading."""
+    return OrderedDict(), threading.Lock()
+
+
+def loaded_model(key: ModelKey, progress: Callable[[str], None] | None = None) -> posviz.LoadedModel:
+    """The model for ``key``, loaded once per process and shared by every session.
+
+    ``progress`` is called with each loading step when the model is not loaded yet. (Streamlit's
+    ``st.cache_resource`` would forbid that callback from writing to the sidebar.)
+
+    Raises
+    ------
+    posviz.ModelLoadError
     """
-    return posviz.load_model(key.name, revision=key.revision, device=key.device, progress=_progress)
+    models, lock = _model_store()
+    with lock:
+        if key not in models:
+            models[key] = posviz.load_model(key.name, revision=key.revision, device=key.device, progress=progress)
+            while len(models) > MAX_MODELS:
+                models.popitem(last=False)
+        models.move_to_end(key)
+        return models[key]
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
@@ -138,7 +160,7 @@ def sidebar() -> ModelKey:
         key = wanted
         steps = st.empty()
         try:
-            loaded_model(wanted, _progress=lambda message: steps.info(message, icon=":material/downloading:"))
+            loaded_model(wanted, progress=lambda message: steps.info(message, icon=":material/downloading:"))
             steps.empty()
             st.session_state["last_good_model"] = wanted
         except posviz.ModelLoadError as exc:
