@@ -1,0 +1,390 @@
+"""The Streamlit app driven headless with ``streamlit.testing.v1.AppTest``, on the bundled model.
+
+Each test opens ``app.py`` (which draws the shared sidebar and runs the page through
+``st.navigation``), switches to one page, moves its widgets and checks the numbers in the Plotly
+figures the page sends (``chart.proto.spec`` is the figure JSON) against posviz computed here.
+
+Two shims make AppTest behave like the browser (both test-only, see the fixtures below):
+
+* AppTest builds a fresh ``PagesManager`` for every run and resets the process-wide
+  ``PagesManager.uses_pages_directory`` to None; because ``pages/`` exists next to ``app.py`` it
+  then becomes True, so after ``switch_page`` Streamlit runs ``pages/<page>.py`` *directly* (legacy
+  multipage mode), without ``app.py`` and without the sidebar. In a real server ``st.navigation``
+  sets the flag to False once for the whole process; the shim keeps it False.
+* AppTest's ``Selectbox`` can only send one of its preset options (``options.index(value)``), so a
+  value typed into an ``accept_new_options`` selectbox cannot be sent. The shim sends the typed
+  text as ``string_value``, as the frontend does.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.proto.WidgetStates_pb2 import WidgetState
+from streamlit.runtime.pages_manager import PagesManager
+from streamlit.testing.v1 import AppTest
+from streamlit.testing.v1 import app_test as app_test_module
+from streamlit.testing.v1.element_tree import Selectbox
+
+import posviz
+from posviz.app_state import DEFAULT_TEXT, DEFAULT_TEXT_PAIR
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = ROOT / "app.py"
+TIMEOUT = 180  # a cold UMAP (numba compilation) on 2 CPU cores
+
+TITLES = {
+    "model": "Model",
+    "similarity": "Position similarity",
+    "projection": "Projection of the position embeddings",
+    "input": "Input representation",
+    "attention": "Attention",
+}
+DEFAULT_TOKENS = ["[CLS]", "the", "cat", "chased", "the", "dog", "[SEP]",
+                  "the", "dog", "chased", "the", "cat", "[SEP]"]
+BAD_FOLDER = "./no/such/folder"
+
+
+# ---------------------------------------------------------------- AppTest shims
+
+
+class _NavigationPagesManager(PagesManager):
+    """A PagesManager that keeps the app in st.navigation mode, as a running server does."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        PagesManager.uses_pages_directory = False
+
+
+def _selectbox_state(self: Selectbox) -> WidgetState:
+    ws = WidgetState()
+    ws.id = self.id
+    value = self.value
+    if value is None or not self.options:
+        return ws
+    text = str(self.format_func(value))
+    ws.string_value = self.options[self.options.index(text)] if text in self.options else text
+    return ws
+
+
+@pytest.fixture(autouse=True)
+def _apptest_like_browser(monkeypatch):
+    monkeypatch.setattr(PagesManager, "uses_pages_directory", PagesManager.uses_pages_directory)  # restored after
+    monkeypatch.setattr(app_test_module, "PagesManager", _NavigationPagesManager)
+    monkeypatch.setattr(Selectbox, "_widget_state", property(_selectbox_state))
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def open_page(page: str, query_params: dict | None = None, **state) -> AppTest:
+    """Run app.py, switch to ``pages/<page>.py`` and run it; ``state`` presets widget values."""
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    if query_params:
+        at.query_params.update(query_params)
+    at.run()
+    for key, value in state.items():
+        at.session_state[key] = value
+    if page != "model" or state:
+        at.switch_page(f"pages/{page}.py").run()
+    return at
+
+
+def assert_clean(at: AppTest, page: str) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.main.error, [e.value for e in at.main.error]
+    assert [t.value for t in at.title] == [TITLES[page]]
+
+
+def figures(at: AppTest) -> list[dict]:
+    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+
+
+def arr(value) -> np.ndarray:
+    """A plotly data array: a list, or a base64 typed array {"dtype", "bdata", "shape"}."""
+    if isinstance(value, dict) and "bdata" in value:
+        out = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
+        if "shape" in value:
+            out = out.reshape([int(s) for s in str(value["shape"]).split(",")])
+        return out
+    return np.asarray(value)
+
+
+@pytest.fixture(scope="module")
+def lm():
+    return posviz.load_model()
+
+
+@pytest.fixture(scope="module")
+def matrix(lm):
+    return posviz.position_embeddings(lm).matrix
+
+
+# ---------------------------------------------------------------- every page
+
+
+@pytest.mark.parametrize("page", list(TITLES))
+def test_every_page_runs_clean(page):
+    at = open_page(page, method="pca") if page == "projection" else open_page(page)
+    assert_clean(at, page)
+    assert at.get("plotly_chart"), "no chart"
+    assert [s.key for s in at.sidebar.selectbox] == ["model", "device"]
+    assert at.sidebar.selectbox(key="model").value == posviz.BUNDLED_NAME
+    assert not at.sidebar.error
+
+
+# ---------------------------------------------------------------- Model
+
+
+def test_model_page_facts_and_norms(matrix):
+    at = open_page("model")
+    assert_clean(at, "model")
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Positions"] == "512"
+    assert metrics["Width"] == "384"
+    assert metrics["Layers"] == "6"
+    assert metrics["Heads"] == "12"
+    (fig,) = figures(at)
+    (line,) = fig["data"]
+    assert line["type"] == "scatter"
+    y = arr(line["y"])
+    assert y.shape == (512,)
+    np.testing.assert_allclose(y, np.linalg.norm(matrix, axis=1), rtol=1e-5)
+    assert y[0] == pytest.approx(np.linalg.norm(matrix[0]), rel=1e-5)
+    assert 2.3 < y[0] < 2.42
+
+
+# ---------------------------------------------------------------- Similarity
+
+
+def test_similarity_dot_heatmap_profile_and_table(matrix):
+    at = open_page("similarity")
+    assert_clean(at, "similarity")
+    heat, profile, table = figures(at)
+    g = posviz.similarity(matrix, "dot")
+
+    (h,) = heat["data"]
+    assert h["type"] == "heatmap"
+    z = arr(h["z"])
+    assert z.shape == (512, 512)
+    for i, j in [(0, 0), (0, 511), (128, 3), (300, 301), (511, 511)]:
+        assert z[i, j] == pytest.approx(g[i, j], abs=1e-5, rel=1e-5)
+    np.testing.assert_allclose(z, g, rtol=1e-5, atol=1e-5)
+    assert arr(h["x"])[0] == 0 and arr(h["x"])[-1] == 511
+
+    assert at.number_input(key="q").value == 128
+    (p,) = profile["data"]
+    assert p["type"] == "scatter"
+    y = arr(p["y"])
+    assert y.shape == (512,)
+    assert y.max() == pytest.approx(1.0, abs=1e-6)
+    np.testing.assert_allclose(y, g[128] / g[128].max(), rtol=1e-5, atol=1e-6)
+
+    (t,) = table["data"]
+    assert t["type"] == "heatmap"
+    tz = arr(t["z"])
+    assert tz.shape == (512, 384)
+    np.testing.assert_allclose(tz, matrix, rtol=1e-6, atol=1e-7)
+
+
+def test_similarity_cosine_range_and_q(matrix):
+    at = open_page("similarity")
+    at.radio(key="metric").set_value("cosine").run()
+    assert_clean(at, "similarity")
+    z = arr(figures(at)[0]["data"][0]["z"])
+    assert z.shape == (512, 512)
+    np.testing.assert_allclose(np.diag(z), 1.0, atol=1e-5)
+    np.testing.assert_allclose(z, posviz.similarity(matrix, "cosine"), atol=1e-5)
+
+    at.radio(key="metric").set_value("dot")
+    at.slider(key="range").set_value((100, 199)).run()
+    assert_clean(at, "similarity")
+    heat, profile, table = figures(at)
+    h = heat["data"][0]
+    z = arr(h["z"])
+    assert z.shape == (100, 100)
+    x = arr(h["x"])
+    assert x[0] == 100 and x[-1] == 199
+    np.testing.assert_allclose(z, posviz.similarity(matrix[100:200], "dot"), rtol=1e-5, atol=1e-5)
+    assert arr(table["data"][0]["z"]).shape == (100, 384)
+    assert arr(table["data"][0]["y"])[0] == 100
+    # the profile still covers every position
+    assert arr(profile["data"][0]["y"]).shape == (512,)
+
+    at.number_input(key="q").set_value(300).run()
+    assert_clean(at, "similarity")
+    g = posviz.similarity(matrix, "dot")
+    np.testing.assert_allclose(arr(figures(at)[1]["data"][0]["y"]), g[300] / g[300].max(), rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------- Projection
+
+
+def _points(trace) -> np.ndarray:
+    return np.stack([arr(trace[a]) for a in "xyz" if a in trace], axis=1)
+
+
+def test_projection_pca_ranges_3d_path_and_bad_boundary(matrix):
+    from sklearn.decomposition import PCA
+
+    at = open_page("projection", method="pca")
+    assert_clean(at, "projection")
+    assert at.radio(key="method").value == "pca"
+    assert at.text_input(key="ranges").value == "128"
+    (fig,) = figures(at)
+    traces = fig["data"]
+    assert [t["type"] for t in traces] == ["scatter", "scatter"]
+    assert [len(arr(t["x"])) for t in traces] == [128, 384]
+    coords = np.concatenate([_points(t) for t in traces])
+    expected = PCA(n_components=2).fit_transform(matrix.astype(np.float64))
+    for c in range(2):
+        sign = np.sign(coords[:, c] @ expected[:, c])
+        np.testing.assert_allclose(sign * coords[:, c], expected[:, c], atol=1e-3 * np.abs(expected).max())
+
+    at.radio(key="dims").set_value(3).run()
+    assert_clean(at, "projection")
+    traces = figures(at)[0]["data"]
+    assert [t["type"] for t in traces] == ["scatter3d", "scatter3d"]
+    assert [_points(t).shape for t in traces] == [(128, 3), (384, 3)]
+
+    at.toggle(key="path").set_value(True).run()
+    assert_clean(at, "projection")
+    traces = figures(at)[0]["data"]
+    assert len(traces) == 3
+    lines = [t for t in traces if t.get("mode") == "lines"]
+    assert len(lines) == 1 and _points(lines[0]).shape == (512, 3)
+
+    at.radio(key="dims").set_value(2)
+    at.toggle(key="path").set_value(False)
+    at.text_input(key="ranges").set_value("abc").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("abc" in w.value for w in at.warning), [w.value for w in at.warning]
+    traces = figures(at)[0]["data"]
+    assert [len(arr(t["x"])) for t in traces] == [512]
+
+
+# ---------------------------------------------------------------- Input representation
+
+
+def test_input_default_sentences():
+    at = open_page("input")
+    assert_clean(at, "input")
+    norms, vectors, cosine = figures(at)
+    assert [t["name"] for t in norms["data"]] == ["token", "segment", "position", "sum", "after LayerNorm"]
+    assert all(arr(t["y"]).shape == (13,) for t in norms["data"])
+    assert list(norms["layout"]["xaxis"]["ticktext"]) == DEFAULT_TOKENS
+    z = arr(cosine["data"][0]["z"])
+    assert z.shape == (13, 13)
+    np.testing.assert_allclose(np.diag(z), 1.0, atol=1e-5)
+    assert list(cosine["layout"]["xaxis"]["ticktext"]) == DEFAULT_TOKENS
+    assert arr(vectors["data"][0]["z"]).shape == (13, 384)
+
+
+def test_input_empty_sentence_shows_info():
+    at = open_page("input")
+    at.text_input(key="text").set_value("").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.info, "no info prompt"
+    assert not at.get("plotly_chart")
+
+
+def test_input_long_sentence_warns_truncation(lm):
+    text = "word " * 1000
+    full = len(lm.tokenizer(text, DEFAULT_TEXT_PAIR, truncation=False, verbose=False)["input_ids"])
+    dropped = full - 512
+    assert dropped > 0
+    at = open_page("input")
+    at.text_input(key="text").set_value(text).run()
+    assert not at.exception, [e.value for e in at.exception]
+    warnings = [w.value for w in at.warning]
+    assert any(f"{dropped} tokens" in w for w in warnings), (dropped, warnings)
+    assert arr(figures(at)[0]["data"][0]["y"]).shape == (512,)
+
+
+# ---------------------------------------------------------------- Attention
+
+
+def test_attention_layer_head_grid_and_hide_special(lm):
+    at = open_page("attention")
+    assert_clean(at, "attention")
+    assert at.slider(key="layer").max == 5
+    assert at.slider(key="head").max == 11
+    at.slider(key="layer").set_value(3)
+    at.slider(key="head").set_value(5).run()
+    assert_clean(at, "attention")
+    expected = posviz.attention(lm, DEFAULT_TEXT, DEFAULT_TEXT_PAIR).patterns[3]
+    head, mean, grid = figures(at)
+    assert head["layout"]["title"]["text"] == "Layer 3, head 5"
+    z = arr(head["data"][0]["z"])
+    assert z.shape == (13, 13)
+    np.testing.assert_allclose(z, expected[5], atol=1e-5)
+    assert list(head["layout"]["xaxis"]["ticktext"]) == DEFAULT_TOKENS
+    np.testing.assert_allclose(arr(mean["data"][0]["z"]), expected.mean(axis=0), atol=1e-5)
+    assert [t["type"] for t in grid["data"]] == ["heatmap"] * 12
+    for h, trace in enumerate(grid["data"]):
+        np.testing.assert_allclose(arr(trace["z"]), expected[h], atol=1e-5)
+
+    at.toggle(key="hide_special").set_value(True).run()
+    assert_clean(at, "attention")
+    head = figures(at)[0]
+    tokens = list(head["layout"]["xaxis"]["ticktext"])
+    assert tokens == [t for t in DEFAULT_TOKENS if t not in ("[CLS]", "[SEP]")]
+    assert len(tokens) == 10
+    z = arr(head["data"][0]["z"])
+    assert z.shape == (10, 10)
+    np.testing.assert_allclose(z.sum(axis=1), 1.0, atol=1e-5)
+
+
+# ---------------------------------------------------------------- bad model id
+
+
+def _assert_bundled_kept(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    errors = [e.value for e in at.sidebar.error]
+    assert len(errors) == 1 and BAD_FOLDER in errors[0], errors
+    assert any(posviz.BUNDLED_NAME in c.value for c in at.sidebar.caption), [c.value for c in at.sidebar.caption]
+
+
+def test_bad_model_folder_typed_in_sidebar():
+    at = open_page("model")
+    at.sidebar.selectbox(key="model").set_value(BAD_FOLDER).run()
+    _assert_bundled_kept(at)
+    assert at.sidebar.selectbox(key="model").value == BAD_FOLDER  # what was typed stays
+    assert_clean(at, "model")
+    assert any(posviz.BUNDLED_NAME in m.value for m in at.markdown)
+    assert {m.label: m.value for m in at.metric}["Positions"] == "512"
+
+    for page in ("similarity", "projection", "input", "attention"):
+        if page == "projection":
+            at.session_state["method"] = "pca"
+        at.switch_page(f"pages/{page}.py").run()
+        _assert_bundled_kept(at)
+        assert_clean(at, page)
+        assert at.get("plotly_chart")
+    # the attention page still shows the bundled model: 6 layers x 12 heads
+    assert at.slider(key="layer").max == 5 and len(figures(at)[2]["data"]) == 12
+
+
+def test_bad_model_folder_from_url():
+    at = open_page("similarity", query_params={"model": BAD_FOLDER})
+    _assert_bundled_kept(at)
+    assert_clean(at, "similarity")
+    assert arr(figures(at)[0]["data"][0]["z"]).shape == (512, 512)
+
+
+# ---------------------------------------------------------------- UMAP (slow when cold: last)
+
+
+def test_projection_umap_default():
+    at = open_page("projection")
+    assert_clean(at, "projection")
+    assert at.radio(key="method").value == "umap"
+    traces = figures(at)[0]["data"]
+    assert [t["type"] for t in traces] == ["scatter", "scatter"]
+    points = [_points(t) for t in traces]
+    assert [p.shape for p in points] == [(128, 2), (384, 2)]
+    assert all(np.isfinite(p).all() for p in points)
