@@ -10,8 +10,10 @@ key = app_state.current_model()
 lm = app_state.loaded_model(key)
 
 st.title("Input representation")
-st.markdown("What the first layer receives for each token: **token + segment + position** embeddings, "
-            "summed, then (for most encoders) the embedding LayerNorm.")
+layout = lm.layout
+st.markdown("What the first layer receives for each token: **"
+            + " + ".join(["token"] + ["segment"] * bool(layout.segment) + ["position"]) + "** embeddings, summed"
+            + (", then the embedding LayerNorm." if layout.layernorm else f" ({lm.family} has no embedding LayerNorm)."))
 text, text_pair = app_state.sentence_inputs(lm)
 if not text.strip():
     st.info("Type a sentence above to see its input representation.", icon=":material/edit:")
@@ -39,6 +41,6 @@ app_state.show(figures.vector_heatmap(parts[choice], f"{choice} vectors (tokens 
 st.subheader("Same word, other position")
 app_state.show(figures.token_heatmap(posviz.similarity(emb.sum, "cosine"), emb.tokens,
                                      "Cosine similarity of the input sums", "cosine"))
-st.caption("The two preloaded sentences use the same words in another order: 'cat' and 'dog' get the "
-           "same token embedding in both, yet different input sums, because the position embedding "
-           "added to them differs. That is all the model knows of word order.")
+st.caption("A word that occurs twice has the same token embedding both times, yet a different input sum, "
+           "because the position embedding added to it differs: that is all the model knows of word order. "
+           "The preloaded sentences use the same words in another order ('cat' and 'dog' swap places).")
