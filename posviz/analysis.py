@@ -104,3 +104,33 @@ def project(vectors, method: str = "umap", n_components: int = 2, seed: int = 0)
 
         return umap.UMAP(n_components=n_components, random_state=seed).fit_transform(x).astype(np.float32)
     raise ValueError(f"method must be 'umap' or 'pca', not {method!r}")
+
+
+def block_mean(matrix: np.ndarray, max_size: int) -> tuple[np.ndarray, int]:
+    """Shrink the last two axes to at most ``max_size`` by averaging ``f × f`` blocks.
+
+    Used where a figure would otherwise send the browser more cells than it has pixels (small
+    multiples of long inputs, wide position ranges); the figure states ``f``.
+
+    Parameters
+    ----------
+    matrix : np.ndarray
+        [..., n, m].
+    max_size : int
+        Largest size of each of the last two axes after reduction.
+
+    Returns
+    -------
+    reduced : np.ndarray
+        float32 [..., ceil(n / f), ceil(m / f)]; a block cut by the edge averages the cells it has.
+    f : int
+        The block size, ``ceil(max(n, m) / max_size)``; 1 means ``matrix`` is returned unchanged.
+    """
+    n, m = matrix.shape[-2:]
+    f = -(-max(n, m) // max_size)
+    if f <= 1:
+        return matrix, 1
+    pad = [(0, 0)] * (matrix.ndim - 2) + [(0, -n % f), (0, -m % f)]
+    padded = np.pad(matrix.astype(np.float32), pad, constant_values=np.nan)
+    shape = padded.shape[:-2] + (padded.shape[-2] // f, f, padded.shape[-1] // f, f)
+    return np.nanmean(padded.reshape(shape), axis=(-3, -1)), f

@@ -11,6 +11,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from posviz.analysis import block_mean
+
 #: Sequential, colour-blind-safe scale for similarities and attention.
 SEQUENTIAL = "Viridis"
 #: Diverging scale (centred on 0) for raw vector components.
@@ -164,22 +166,31 @@ def projection_figure(coords: np.ndarray, boundaries: list[int], path: bool, tit
     return fig
 
 
-def heads_grid(patterns: np.ndarray, title: str, columns: int = 4) -> go.Figure:
+def heads_grid(patterns: np.ndarray, title: str, columns: int = 4, max_cells: int = 96) -> go.Figure:
     """All heads of one layer as small multiples on one colour scale.
 
     Parameters
     ----------
     patterns : np.ndarray
         [heads, queries, keys].
+    max_cells : int
+        A tile is about 230 pixels high: longer inputs are shown as block means
+        (:func:`posviz.analysis.block_mean`) of at most ``max_cells`` per side, said in the title.
     """
+    patterns, block = block_mean(patterns, max_cells)
+    if block > 1:
+        title += f" · means of {block}×{block}-token blocks"
     heads = patterns.shape[0]
     rows = -(-heads // columns)
     fig = make_subplots(rows=rows, cols=columns, subplot_titles=[f"head {h}" for h in range(heads)],
                         horizontal_spacing=0.02, vertical_spacing=0.06)
     top = float(patterns.max())
+    idx = np.arange(patterns.shape[-1]) * block
+    where = ("query %{y} → key %{x}" if block == 1
+             else f"queries %{{y}}…, keys %{{x}}… ({block}×{block} block mean)")
     for h in range(heads):
-        fig.add_trace(go.Heatmap(z=_f32(patterns[h]), coloraxis="coloraxis",
-                                 hovertemplate=f"head {h}<br>query %{{y}} → key %{{x}}<br>%{{z:.4f}}<extra></extra>"),
+        fig.add_trace(go.Heatmap(z=_f32(patterns[h]), x=idx, y=idx, coloraxis="coloraxis",
+                                 hovertemplate=f"head {h}<br>{where}<br>%{{z:.4f}}<extra></extra>"),
                       row=h // columns + 1, col=h % columns + 1)
     fig.update_layout(title=title, height=230 * rows + 80, coloraxis=dict(colorscale=SEQUENTIAL, cmin=0, cmax=top),
                       **_LAYOUT)

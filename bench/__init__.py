@@ -1,0 +1,1 @@
+"""posviz benchmarks: ``python -m bench`` or ``python bench/run.py`` (see bench/run.py)."""
