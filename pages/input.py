@@ -39,8 +39,25 @@ app_state.show(figures.vector_heatmap(parts[choice], f"{choice} vectors (tokens 
                                       row_labels=emb.tokens))
 
 st.subheader("Same word, other position")
-app_state.show(figures.token_heatmap(posviz.similarity(emb.sum, "cosine"), emb.tokens,
-                                     "Cosine similarity of the input sums", "cosine"))
-st.caption("A word that occurs twice has the same token embedding both times, yet a different input sum, "
-           "because the position embedding added to it differs: that is all the model knows of word order. "
-           "The preloaded sentences use the same words in another order ('cat' and 'dog' swap places).")
+sums = posviz.similarity(emb.sum, "cosine")
+tokens_alike = posviz.similarity(emb.token, "cosine")
+left, right = st.columns([3, 2], gap="large")
+with left:
+    app_state.show(figures.token_heatmap(sums, emb.tokens, "Cosine similarity of the input sums", "cosine"))
+with right:
+    st.markdown("A word that occurs twice has the same token embedding both times, yet a different input sum, "
+                "because the position embedding added to it differs: that is all the model knows of word order.")
+    special = set(lm.tokenizer.all_special_tokens)
+    seen: dict[str, list[int]] = {}
+    for i, token in enumerate(emb.tokens):
+        seen.setdefault(token, []).append(i)
+    repeats = [(token, where[0], where[1]) for token, where in seen.items() if len(where) > 1 and token not in special]
+    if repeats:
+        st.dataframe({
+            "word": [t for t, _, _ in repeats],
+            "positions": [f"{i} and {j}" for _, i, j in repeats],
+            "cos(token)": [round(float(tokens_alike[i, j]), 4) for _, i, j in repeats],
+            "cos(input sum)": [round(float(sums[i, j]), 4) for _, i, j in repeats],
+        }, hide_index=True)
+        st.caption("First two occurrences of each repeated word: equal token embeddings (cosine 1), "
+                   "different input sums.")

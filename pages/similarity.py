@@ -30,17 +30,19 @@ with st.spinner("Computing similarities …"):
     matrix = app_state.position_similarity(key, metric, first, last)
 shown = matrix / matrix.max() if normalize else matrix
 label = "P·Pᵀ" if metric == "dot" else "cosine"
-app_state.show(figures.position_heatmap(
-    shown, first, f"{label} between positions {first}–{last}" + (" (÷ max)" if normalize else ""),
-    label + (" ÷ max" if normalize else ""), clip=clip))
-
-st.subheader("Position q against all")
-q = st.number_input("Position q", 0, n - 1, min(128, n - 1), key="q", bind="query-params")
-full = app_state.position_similarity(key, metric, 0, n - 1)
-profile = posviz.row_profile(full, q, normalize="max")
-app_state.show(figures.row_profile_figure(
-    profile, q, f"{label}(q = {q}, j) ÷ max over j", f"{label} ÷ max"))
-st.caption(f"r(j) = G[q, j] / max_j G[q, j] with G = {label} over all {n} positions.")
+left, right = st.columns([5, 4], gap="large")
+with left:
+    app_state.show(figures.position_heatmap(
+        shown, first, f"{label} between positions {first}–{last}" + (" (÷ max)" if normalize else ""),
+        label + (" ÷ max" if normalize else ""), clip=clip))
+with right:
+    st.subheader("Position q against all")
+    q = st.number_input("Position q", 0, n - 1, min(128, n - 1), key="q", bind="query-params")
+    full = app_state.position_similarity(key, metric, 0, n - 1)
+    profile = posviz.row_profile(full, q, normalize="max")
+    app_state.show(figures.row_profile_figure(
+        profile, q, f"{label}(q = {q}, j) ÷ max over j", f"{label} ÷ max"))
+    st.caption(f"r(j) = G[q, j] / max_j G[q, j] with G = {label} over all {n} positions.")
 
 st.subheader("The position table itself")
 app_state.show(figures.vector_heatmap(

@@ -97,8 +97,7 @@ def position_similarity(key: ModelKey, metric: str, first: int, last: int) -> np
 @st.cache_data(show_spinner=False, max_entries=16)
 def position_projection(key: ModelKey, method: str, n_components: int) -> np.ndarray:
     """UMAP or PCA of every position vector, float32 [num_positions, n_components]."""
-    if method == "umap":
-        warm_up().join()  # one thread at a time imports and compiles umap
+    warm_up().wait()
     return posviz.project(position_table(key).tensor, method, n_components)
 
 
@@ -115,15 +114,24 @@ def attention_patterns(key: ModelKey, text: str, text_pair: str | None) -> posvi
 
 
 @st.cache_resource(show_spinner=False)
-def warm_up() -> threading.Thread:
-    """Compile UMAP's numba code in the background once per process, so the first projection is fast."""
+def warm_up() -> threading.Event:
+    """Import umap-learn (with scikit-learn, SciPy, numba) and compile its numba code in a
+    background thread, once per process, so the first projection is fast.
+
+    Returns an event set once the imports are done: a page must wait for it before it projects,
+    so that no module is imported by two threads at once (a half-imported module breaks both).
+    """
+    imported = threading.Event()
 
     def run() -> None:
+        try:
+            import umap  # noqa: F401
+        finally:
+            imported.set()
         posviz.project(np.random.default_rng(0).normal(size=(64, 8)), "umap")
 
-    thread = threading.Thread(target=run, name="posviz-umap-warm-up", daemon=True)
-    thread.start()
-    return thread
+    threading.Thread(target=run, name="posviz-umap-warm-up", daemon=True).start()
+    return imported
 
 
 def _devices() -> list[str]:

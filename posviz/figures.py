@@ -72,10 +72,11 @@ def position_heatmap(matrix: np.ndarray, first: int, title: str, colorbar: str, 
     n = matrix.shape[0]
     axis = np.arange(first, first + n)
     zmin, zmax = clip_limits(matrix) if clip else (None, None)
-    fig = _figure(title, height=640)
+    fig = _figure(title + ("<br><sup>colours clipped to the 1st–99th percentile; hover shows true values</sup>"
+                           if clip else ""), height=640)
     fig.add_trace(go.Heatmap(
         z=_f32(matrix), x=axis, y=axis, zmin=zmin, zmax=zmax, colorscale=SEQUENTIAL,
-        colorbar=dict(title=colorbar + ("<br>(1–99 %<br>clipped)" if clip else "")),
+        colorbar=dict(title=colorbar),
         hovertemplate="position %{y} · position %{x}<br>%{z:.5g}<extra></extra>",
     ))
     fig.update_xaxes(title="position")
@@ -91,7 +92,7 @@ def row_profile_figure(profile: np.ndarray, q: int, title: str, ylabel: str) -> 
         x=np.arange(len(profile)), y=_f32(profile), mode="lines", name=f"q = {q}",
         hovertemplate="position %{x}<br>%{y:.4f}<extra></extra>",
     ))
-    fig.add_vline(x=q, line_dash="dot", line_color="#D55E00", annotation_text=f"q = {q}")
+    fig.add_vline(x=q, line_dash="dot", line_color="#D55E00", annotation_text=f"q = {q}", annotation_position="bottom right")
     fig.update_xaxes(title="position j")
     fig.update_yaxes(title=ylabel)
     return fig
@@ -109,10 +110,11 @@ def vector_heatmap(matrix: np.ndarray, title: str, row_title: str, row_labels=No
     """
     rows = np.arange(matrix.shape[0])
     limit = clip_limits(np.abs(matrix), 99.5)[1] or 1.0
-    fig = _figure(title, height=max(360, min(720, 22 * len(rows) + 160)) if row_labels else 560)
+    fig = _figure(title + "<br><sup>colours clipped to the 99.5th percentile of |value|</sup>",
+                  height=max(360, min(720, 22 * len(rows) + 160)) if row_labels else 560)
     fig.add_trace(go.Heatmap(
         z=_f32(matrix), y=rows + (0 if row_labels else first), colorscale=DIVERGING, zmid=0,
-        zmin=-limit, zmax=limit, colorbar=dict(title="value<br>(99.5 %<br>clipped)"),
+        zmin=-limit, zmax=limit, colorbar=dict(title="value"),
         hovertemplate=f"{row_title} %{{y}} · dimension %{{x}}<br>%{{z:.5g}}<extra></extra>",
     ))
     fig.update_xaxes(title="dimension")
