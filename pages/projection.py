@@ -37,7 +37,8 @@ for part in edges_text.replace(";", ",").split(","):
 with st.spinner(f"Running {method.upper()} on {n} positions …"):
     coords = app_state.position_projection(key, method, dims)
 app_state.show(figures.projection_figure(
-    coords, boundaries, path, f"{method.upper()} of {n} position embeddings ({lm.name})"))
+    coords, boundaries, path, f"{method.upper()} of {n} position embeddings ({lm.name})",
+    axis_name="UMAP" if method == "umap" else "PC"))
 st.caption("Each point is one position's vector; hover to see the position. "
            + ("UMAP (umap-learn, 15 neighbours, seed 0) keeps neighbourhoods, not distances."
               if method == "umap" else "PCA (scikit-learn): the directions of largest variance."))

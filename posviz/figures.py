@@ -137,7 +137,8 @@ def line_figure(series: dict[str, np.ndarray], title: str, xlabel: str, ylabel: 
     return fig
 
 
-def projection_figure(coords: np.ndarray, boundaries: list[int], path: bool, title: str) -> go.Figure:
+def projection_figure(coords: np.ndarray, boundaries: list[int], path: bool, title: str,
+                      axis_name: str = "component") -> go.Figure:
     """Scatter of projected positions (2-D or 3-D), coloured by position range.
 
     Parameters
@@ -148,6 +149,8 @@ def projection_figure(coords: np.ndarray, boundaries: list[int], path: bool, tit
         Positions where a new colour range starts, e.g. ``[128]`` gives 0-127 and 128-(n-1).
     path : bool
         Also draw the line through consecutive positions.
+    axis_name : str
+        Axes are titled "<axis_name> 1", "<axis_name> 2" (e.g. "UMAP", "PC").
     """
     n, dims = coords.shape
     edges = [0] + sorted(b for b in set(boundaries) if 0 < b < n) + [n]
@@ -165,6 +168,12 @@ def projection_figure(coords: np.ndarray, boundaries: list[int], path: bool, tit
             hovertemplate="position %{customdata}<extra></extra>",
         ))
     fig.update_layout(legend=dict(itemsizing="constant"))
+    titles = [f"{axis_name} {i + 1}" for i in range(dims)]
+    if dims == 3:
+        fig.update_layout(scene=dict(xaxis_title=titles[0], yaxis_title=titles[1], zaxis_title=titles[2]))
+    else:
+        fig.update_xaxes(title=titles[0])
+        fig.update_yaxes(title=titles[1])
     return fig
 
 

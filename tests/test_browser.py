@@ -1,0 +1,226 @@
+"""End-to-end: start the Streamlit app and drive every page with a real Chromium.
+
+The app runs as a subprocess (``python -m streamlit run app.py``) on a free port, on the bundled
+model and offline (``HF_HUB_OFFLINE=1``). Each page must draw at least one Plotly chart and show
+no Streamlit exception or error box; a full-page screenshot of each is saved under
+``artifacts/screenshots/`` for a person to look at.
+
+Chromium comes from the system (Debian's ``chromium``; ``POSVIZ_CHROMIUM`` names another binary),
+not from ``playwright install``. Without one the test is skipped, except under CI (``CI=true``),
+where it fails: ``.ci/run`` installs it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[1]
+SHOTS = ROOT / "artifacts" / "screenshots"
+LOG = ROOT / "artifacts" / "streamlit-browser-test.log"
+
+START_TIMEOUT_S = 60
+PAGE_TIMEOUT_MS = 90_000  # a cold UMAP on the Projection page takes a while on 2 CPU cores
+
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+
+# name -> (url path, heading the page must show)
+PAGES = {
+    "model": ("/", "Model"),
+    "similarity": ("/similarity", "Position similarity"),
+    "projection": ("/projection", "Projection of the position embeddings"),
+    "input": ("/input", "Input representation"),
+    "attention": ("/attention", "Attention"),
+}
+
+CHART = '[data-testid="stPlotlyChart"] .js-plotly-plot .main-svg'
+IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
+EXCEPTION = '[data-testid="stException"]'
+ERROR_BOX = '[data-testid="stAlertContentError"]'
+
+
+def _chromium() -> str | None:
+    """The Chromium to drive: ``POSVIZ_CHROMIUM`` if set, else Debian's, else one on PATH."""
+    wanted = os.environ.get("POSVIZ_CHROMIUM")
+    if wanted:
+        return wanted if os.access(wanted, os.X_OK) else None
+    if os.access("/usr/bin/chromium", os.X_OK):
+        return "/usr/bin/chromium"
+    return shutil.which("chromium")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _log_tail(lines: int = 60) -> str:
+    """The end of the app's log, without colour codes or blank lines (for failure messages)."""
+    try:
+        text = LOG.read_text(errors="replace")
+    except OSError:
+        return "(no log)"
+    text = re.sub(r"\x1b\[[0-9;]*m", "", text)
+    kept = [line.rstrip() for line in text.splitlines() if line.strip()]
+    return "\n".join(kept[-lines:])
+
+
+@pytest.fixture(scope="module")
+def chromium_path():
+    path = _chromium()
+    if path is None:
+        reason = ("no Chromium (apt-get install chromium, or set POSVIZ_CHROMIUM to its path); "
+                  "Playwright's own browser download is not used")
+        if os.environ.get("CI"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return path
+
+
+@pytest.fixture(scope="module")
+def app_url(chromium_path):
+    """Start the app on a free port; yield its base URL; stop it afterwards."""
+    port = _free_port()
+    LOG.parent.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONUNBUFFERED="1")
+    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+           "--server.port", str(port), "--server.address", "127.0.0.1",
+           "--browser.gatherUsageStats", "false"]
+    with open(LOG, "w") as log:
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"streamlit exited with {proc.returncode}:\n{_log_tail()}")
+            try:
+                with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as r:
+                    if r.read().decode().strip() == "ok":
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"streamlit not healthy after {START_TIMEOUT_S} s:\n{_log_tail()}")
+            time.sleep(0.5)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture(scope="module")
+def browser(chromium_path):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=chromium_path, headless=True, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    p = context.new_page()
+    p.set_default_timeout(PAGE_TIMEOUT_MS)
+    p.js_errors = []  # uncaught exceptions in the page's JavaScript
+    p.on("pageerror", lambda exc: p.js_errors.append(str(exc)))
+    yield p
+    context.close()
+
+
+def open_page(page, url: str, name: str) -> None:
+    """Go to ``url``; wait until a chart is drawn (or an error shows) and the script has finished."""
+    page.goto(url)
+    drawn_or_failed = page.locator(CHART).or_(page.locator(EXCEPTION)).or_(page.locator(ERROR_BOX))
+    try:
+        drawn_or_failed.first.wait_for(state="visible")
+        page.locator(IDLE).wait_for(state="attached")
+    except Exception as exc:
+        shot = full_screenshot(page, f"failed-{name}")
+        raise AssertionError(f"{url}: no chart drawn / script still running ({exc}); "
+                             f"see {shot}\nstreamlit log:\n{_log_tail()}") from exc
+    page.wait_for_timeout(500)  # let Plotly finish drawing before any check or screenshot
+    assert_no_errors(page, url, name)
+
+
+def assert_no_errors(page, url: str, name: str) -> None:
+    problems = []
+    for what, selector in (("Streamlit exception", EXCEPTION), ("error box", ERROR_BOX)):
+        found = page.locator(selector)
+        if found.count():
+            problems.append(f"{what} on the page:\n{found.first.inner_text()}")
+    if page.js_errors:
+        problems.append(f"JavaScript errors: {page.js_errors}")
+    if problems:
+        shot = full_screenshot(page, f"failed-{name}")
+        raise AssertionError(f"{url}: " + "\n".join(problems) + f"\nsee {shot}\nstreamlit log:\n{_log_tail()}")
+
+
+def full_screenshot(page, name: str) -> Path:
+    """Screenshot of the whole page. Streamlit scrolls inside its main container rather than the
+    document, so the viewport is grown to the content's height first, then restored."""
+    size = page.viewport_size
+    height = page.evaluate(
+        """() => Math.max(...['[data-testid="stMain"]', '[data-testid="stAppViewContainer"]']
+                .map(s => document.querySelector(s)).filter(Boolean).map(e => e.scrollHeight))""")
+    page.set_viewport_size({"width": size["width"], "height": max(size["height"], min(int(height), 12_000))})
+    page.wait_for_timeout(1_000)  # Plotly redraws on resize
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    path = SHOTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    page.set_viewport_size(size)
+    return path
+
+
+def widget_value(page, label: str) -> str:
+    """The current value of the widget labelled ``label`` (text, number, select box or slider)."""
+    name = re.compile(rf"^\s*{re.escape(label)}\s*$")
+    box = page.locator('[data-testid="stElementContainer"]').filter(
+        has=page.locator('[data-testid="stWidgetLabel"]', has_text=name))
+    assert box.count() >= 1, f"no widget labelled {label!r}"
+    return box.first.locator("input, textarea").first.input_value()
+
+
+@pytest.mark.parametrize("name", list(PAGES))
+def test_page_renders(app_url, page, name):
+    path, heading = PAGES[name]
+    url = app_url + path
+    start = time.perf_counter()
+    open_page(page, url, name)
+    elapsed = time.perf_counter() - start
+    title = page.locator('[data-testid="stMain"] h1').first
+    assert title.inner_text().strip() == heading
+    if name == "model":
+        assert page.get_by_text("all-MiniLM-L6-v2").first.is_visible()
+    full_screenshot(page, name)
+    print(f"{name}: rendered in {elapsed:.1f} s")
+
+
+def test_query_params_restore_widgets(app_url, page):
+    url = app_url + "/attention?layer=3&head=5&text=Hello+world"
+    open_page(page, url, "query-params")
+    assert widget_value(page, "Layer") == "3"
+    assert widget_value(page, "Head") == "5"
+    assert widget_value(page, "Sentence (segment A)") == "Hello world"
