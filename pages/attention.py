@@ -20,8 +20,9 @@ with st.spinner("Running the model …"):
 app_state.truncation_notice(att.truncated, lm)
 
 c1, c2, c3 = st.columns([2, 2, 1])
-layer = c1.slider("Layer", 0, lm.num_layers - 1, 0, key="layer", bind="query-params")
-head = c2.slider("Head", 0, lm.num_heads - 1, 0, key="head", bind="query-params")
+num_layers, num_heads = att.patterns.shape[:2]
+layer = c1.slider("Layer", 0, num_layers - 1, 0, key="layer", bind="query-params")
+head = c2.slider("Head", 0, num_heads - 1, 0, key="head", bind="query-params")
 hide = c3.toggle("Hide special tokens", key="hide_special", bind="query-params",
                  help="Drop [CLS], [SEP], BOS/EOS … and renormalise each row to sum to 1.")
 

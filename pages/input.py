@@ -18,10 +18,8 @@ text, text_pair = app_state.sentence_inputs(lm)
 if not text.strip():
     st.info("Type a sentence above to see its input representation.", icon=":material/edit:")
     st.stop()
-if app_state.position_table(key) is None:
-    st.info(f"{lm.name} uses {lm.scheme_label}: no position vector is added to its input, so its input "
-            "representation is the token embedding alone. Look at its attention patterns instead.", icon=":material/info:")
-    st.stop()
+app_state.require_position_table(
+    key, "no position vector is added to its input, so its input representation is the token embedding alone")
 
 with st.spinner("Running the embedding layer …"):
     emb = app_state.input_representation(key, text, text_pair)

@@ -6,13 +6,9 @@ from posviz import app_state, figures
 
 key = app_state.current_model()
 lm = app_state.loaded_model(key)
-table = app_state.position_table(key)
 
 st.title("Projection of the position embeddings")
-if table is None:
-    st.info(f"{lm.name} uses {lm.scheme_label}: it has no learned position vectors to project. "
-            "Pick a model with learned absolute positions in the sidebar.", icon=":material/info:")
-    st.stop()
+table = app_state.require_position_table(key, "it has no learned position vectors to project")
 
 n = table.num_positions
 c1, c2, c3, c4 = st.columns([1, 1, 2, 1])

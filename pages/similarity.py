@@ -6,15 +6,9 @@ import posviz
 from posviz import app_state, figures
 
 key = app_state.current_model()
-lm = app_state.loaded_model(key)
-table = app_state.position_table(key)
 
 st.title("Position similarity")
-if table is None:
-    st.info(f"{lm.name} uses {lm.scheme_label}: it has no learned position vectors to compare. "
-            "Pick a model with learned absolute positions (BERT, RoBERTa, GPT-2, …) in the sidebar, "
-            "or look at its attention patterns.", icon=":material/info:")
-    st.stop()
+table = app_state.require_position_table(key, "it has no learned position vectors to compare")
 
 n = table.num_positions
 c1, c2, c3 = st.columns([1, 1, 2])

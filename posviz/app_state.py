@@ -192,6 +192,19 @@ def current_model() -> ModelKey:
     return st.session_state["model_key"]
 
 
+def require_position_table(key: ModelKey, what: str) -> posviz.PositionEmbeddings:
+    """The model's position table; where it has none, say so (``what`` names what is missing
+    on this page) and stop the page with a way forward."""
+    table = position_table(key)
+    if table is None:
+        lm = loaded_model(key)
+        st.info(f"{lm.name} uses {lm.scheme_label}: {what}. Pick a model with learned absolute positions "
+                "(BERT, RoBERTa, GPT-2, …) in the sidebar, or look at its attention patterns on the "
+                "Attention page.", icon=":material/info:")
+        st.stop()
+    return table
+
+
 def page_failed(exc: Exception) -> None:
     """Report an unexpected failure of a page in words, log the traceback, keep the app usable."""
     LOG.exception("page failed")

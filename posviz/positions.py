@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from posviz.loading import LoadedModel
-from posviz.schemes import SCHEME_LABELS, resolve
+from posviz.schemes import SCHEME_LABELS, position_module
 
 
 class NoPositionTable(ValueError):
@@ -53,26 +53,6 @@ class PositionEmbeddings:
         return int(self.tensor.shape[1])
 
 
-def _table(lm: LoadedModel) -> tuple[torch.nn.Module, int] | None:
-    """The position module and its offset, or None where the family has no learned table."""
-    layout = lm.layout
-    if layout.position is None:
-        return None
-    table = resolve(lm.model, layout.position)
-    if table is None:
-        return None
-    return table, layout.offset(table) if layout.offset else 0
-
-
-def table_rows(lm: LoadedModel) -> int | None:
-    """Usable rows of the learned position table (table rows minus the offset), or None."""
-    found = _table(lm)
-    if found is None:
-        return None
-    table, offset = found
-    return int(table.weight.shape[0]) - offset
-
-
 def position_embeddings(lm: LoadedModel) -> PositionEmbeddings:
     """The learned position embeddings of a model, row p = what is added at position p.
 
@@ -98,7 +78,7 @@ def position_embeddings(lm: LoadedModel) -> PositionEmbeddings:
     ``offset = 2`` on the module (``OPTLearnedPositionalEmbedding``,
     ``BartLearnedPositionalEmbedding``).
     """
-    found = _table(lm)
+    found = position_module(lm.model, lm.layout)
     if found is None:
         raise NoPositionTable(
             f"{lm.name} ({lm.family}) uses {SCHEME_LABELS[lm.scheme]}: it has no learned table "

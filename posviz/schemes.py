@@ -144,3 +144,23 @@ def resolve(root: nn.Module, path: str) -> nn.Module | None:
         if node is None:
             return None
     return node
+
+
+def position_module(model: nn.Module, layout: EmbeddingLayout) -> tuple[nn.Module, int] | None:
+    """The learned position table of ``model`` and its offset, or None where there is none.
+
+    Parameters
+    ----------
+    model : nn.Module
+        The base model.
+    layout : EmbeddingLayout
+
+    Returns
+    -------
+    (module, offset) or None
+        ``module.weight[offset + p]`` is the vector added at 0-based position p.
+    """
+    table = resolve(model, layout.position) if layout.position else None
+    if table is None:
+        return None
+    return table, layout.offset(table) if layout.offset else 0
