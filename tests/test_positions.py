@@ -14,7 +14,7 @@ import torch
 from transformers import AutoModel, BertConfig
 
 import posviz
-from conftest import FAMILIES, LEARNED, NOT_LEARNED, Capture, build_tiny, run_model
+from conftest import FAMILIES, LEARNED, NOT_LEARNED, Capture, run_model
 
 
 def _ids(n: int, seed: int = 0) -> torch.Tensor:
