@@ -12,14 +12,22 @@ lm = app_state.loaded_model(key)
 st.title("Input representation")
 layout = lm.layout
 st.markdown("What the first layer receives for each token: **"
-            + " + ".join(["token"] + ["segment"] * bool(layout.segment) + ["position"]) + "** embeddings, summed"
+            + " + ".join(["token"] + ["segment"] * bool(layout.segment) + ["position"] * bool(layout.position))
+            + "** embeddings" + (", summed" if layout.segment or layout.position else "")
             + (", then the embedding LayerNorm." if layout.layernorm else f" ({lm.family} has no embedding LayerNorm)."))
 text, text_pair = app_state.sentence_inputs(lm)
 if not text.strip():
     st.info("Type a sentence above to see its input representation.", icon=":material/edit:")
     st.stop()
-app_state.require_position_table(
-    key, "no position vector is added to its input, so its input representation is the token embedding alone")
+if not lm.layout.token:
+    st.info(f"posviz does not know where {lm.family} keeps its token embeddings (or its encoder does not read "
+            "text), so it cannot split its input representation. Its attention patterns may still be available.",
+            icon=":material/info:")
+    st.stop()
+if not lm.layout.position:
+    st.info(f"{lm.name} uses {lm.scheme_label}: no position vector is added to its input, so its input "
+            "representation is the same for a word wherever it stands. Position enters inside attention; "
+            "see the Position similarity page.", icon=":material/info:")
 
 with st.spinner("Running the embedding layer …"):
     emb = app_state.input_representation(key, text, text_pair)

@@ -1,4 +1,4 @@
-"""Model page: what is loaded, and its positional scheme at a glance."""
+"""Model page: what is loaded, and the signature of its positional scheme."""
 
 import numpy as np
 import streamlit as st
@@ -7,7 +7,7 @@ from posviz import app_state, figures
 
 key = app_state.current_model()
 lm = app_state.loaded_model(key)
-table = app_state.position_table(key)
+encodings = app_state.position_encodings(key)
 
 st.title("Model")
 st.markdown(f"**{lm.name}**" + (f" @ `{lm.revision}`" if lm.revision else ""))
@@ -15,7 +15,7 @@ cfg = lm.config.get_text_config()
 facts = [
     ("Family", lm.family),
     ("Positions", f"{lm.max_tokens:,}"),
-    ("Width", str(table.width if table else cfg.hidden_size)),
+    ("Width", str(cfg.hidden_size)),
     ("Layers", str(lm.num_layers)),
     ("Heads", str(lm.num_heads)),
     ("Parameters", f"{lm.num_parameters / 1e6:,.1f} M"),
@@ -26,18 +26,43 @@ facts = [
 for row in (facts[:5], facts[5:]):
     for column, (label, value) in zip(st.columns(5), row):
         column.metric(label, value)
-st.markdown(f"**Positional scheme:** {lm.scheme_label}"
-            + (f" · table `{table.source}`, {table.num_positions + table.offset} rows, offset {table.offset} "
-               f"(row p + {table.offset} is added at position p)" if table else ""))
+st.markdown(f"**Positional scheme:** {lm.scheme_label}")
 
-if table is None:
-    st.info(f"{lm.name} uses {lm.scheme_label}: it has no learned table of position vectors, so the "
-            "Position similarity, Projection and Input representation pages have nothing to show for it. "
-            "The Attention page works.", icon=":material/info:")
-else:
-    norms = np.linalg.norm(table.matrix, axis=1)
-    app_state.show(figures.line_figure(
-        {"‖position embedding‖": norms}, "Length of each position embedding", "position p", "L2 norm"))
-    st.caption("Row p is the vector the model adds to the token at 0-based position p. "
-               "BERT-style models were pre-trained on 128-token inputs for 90 % of the steps, then on 512: "
-               "look for a change near position 128.")
+
+def signature(encoding) -> None:
+    """One figure that characterises the component at a glance."""
+    if encoding.scheme in ("learned_absolute", "sinusoidal"):
+        norms = np.linalg.norm(encoding.matrix, axis=1)
+        app_state.show(figures.line_figure({"‖position embedding‖": norms}, "Length of each position embedding",
+                                           "position p", "L2 norm"))
+        if encoding.scheme == "learned_absolute":
+            st.caption("BERT-style models were pre-trained on 128-token inputs for 90 % of the steps, then "
+                       "on 512: look for a change near position 128.")
+    elif encoding.scheme == "rotary":
+        theta = encoding.frequencies
+        app_state.show(figures.line_figure(
+            {"θ_i": theta}, f"Rotation frequency of each dimension pair ({encoding.rotary_dim} rotated dims)",
+            "pair i", "radians per position", markers=True, log_y=True))
+        st.caption(f"Fastest pair turns {theta[0]:.3g} rad per position; the slowest {theta[-1]:.3g} "
+                   f"(a full turn every {2 * np.pi / theta[-1]:,.0f} positions).")
+    elif encoding.kind == "bias" and encoding.scheme == "alibi":
+        app_state.show(figures.line_figure({"slope": encoding.slopes}, "ALiBi slope of each head", "head",
+                                           "slope", markers=True, log_y=True))
+    elif encoding.kind == "bias":
+        offsets = np.arange(-160, 161)
+        values = encoding.by_offset(offsets)
+        app_state.show(figures.line_figure(
+            {f"head {h}": values[h] for h in range(values.shape[0])},
+            f"Relative bias by offset ({encoding.component or 'self-attention'})", "key − query offset", "bias",
+            x=offsets))
+    elif encoding.scheme == "relative_embeddings":
+        norms = np.linalg.norm(encoding.vectors(np.arange(encoding.num_positions)).cpu().numpy(), axis=1)
+        app_state.show(figures.line_figure({"‖relative embedding‖": norms}, "Length of each relative embedding",
+                                           "relative position bucket", "L2 norm", x=encoding.first_label + np.arange(len(norms))))
+
+
+for encoding in encodings:
+    if encoding.component:
+        st.subheader(encoding.component.capitalize())
+    app_state.explain(encoding)
+    signature(encoding)

@@ -7,10 +7,11 @@ from posviz import app_state, figures
 key = app_state.current_model()
 lm = app_state.loaded_model(key)
 
-st.title("Projection of the position embeddings")
-table = app_state.require_position_table(key, "it has no learned position vectors to project")
+st.title("Projection of the position vectors")
+component, encoding = app_state.choose_encoding(key)
+app_state.require_vectors(encoding, lm, "it has no vector per position to project, only a bias per head")
 
-n = table.num_positions
+n = encoding.num_positions
 c1, c2, c3, c4 = st.columns([1, 1, 2, 1])
 method = c1.radio("Method", ["umap", "pca"], horizontal=True, key="method", bind="query-params",
                   format_func=str.upper)
@@ -31,10 +32,13 @@ for part in edges_text.replace(";", ",").split(","):
         st.warning(f"'{part}' is not a position between 1 and {n - 1}; it is ignored.", icon=":material/warning:")
 
 with st.spinner(f"Running {method.upper()} on {n} positions …"):
-    coords = app_state.position_projection(key, method, dims)
+    coords, positions = app_state.position_projection(key, component, method, dims)
+what = {"rotary": "rotation features [cos pθ, sin pθ]", "relative_embeddings": "relative embeddings"}.get(
+    encoding.scheme, "position embeddings")
+stride = f", every {positions[1] - positions[0]}th" if len(positions) > 1 and positions[1] - positions[0] > 1 else ""
 app_state.show(figures.projection_figure(
-    coords, boundaries, path, f"{method.upper()} of {n} position embeddings ({lm.name})",
-    axis_name="UMAP" if method == "umap" else "PC"))
+    coords, boundaries, path, f"{method.upper()} of {len(positions)} {what}{stride} ({lm.name})",
+    axis_name="UMAP" if method == "umap" else "PC", positions=positions))
 st.caption("Each point is one position's vector; hover to see the position. "
            + ("UMAP (umap-learn, 15 neighbours, seed 0) keeps neighbourhoods, not distances."
               if method == "umap" else "PCA (scikit-learn): the directions of largest variance."))

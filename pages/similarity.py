@@ -1,46 +1,108 @@
-"""Position similarity page: P·Pᵀ or cosine between positions, and "position q against all"."""
+"""Position similarity page: the position-position structure of the model's positional scheme.
 
+Learned and sinusoidal tables: P·Pᵀ or cosine; rotary: the kernel K(m, n), also per frequency band;
+ALiBi and relative bias: the bias of a head, or of every head side by side.
+"""
+
+import numpy as np
 import streamlit as st
 
 import posviz
+from posviz.analysis import sample_positions
 from posviz import app_state, figures
 
 key = app_state.current_model()
+lm = app_state.loaded_model(key)
 
 st.title("Position similarity")
-table = app_state.require_position_table(key, "it has no learned position vectors to compare")
+component, encoding = app_state.choose_encoding(key)
+if encoding.kind == "none":
+    st.info(f"{lm.name}: {encoding.describe()}", icon=":material/info:")
+    st.stop()
 
-n = table.num_positions
+n = encoding.num_positions
+axis = encoding.axis_label
 c1, c2, c3 = st.columns([1, 1, 2])
-metric = c1.radio("Similarity", ["dot", "cosine"], horizontal=True, key="metric", bind="query-params",
-                  format_func={"dot": "dot product P·Pᵀ", "cosine": "cosine"}.get)
+if encoding.kind == "vectors":
+    names = ({"dot": "kernel K(m, n)", "cosine": "cosine"} if encoding.scheme == "rotary"
+             else {"dot": "dot product P·Pᵀ", "cosine": "cosine"})
+    metric = c1.radio("Similarity", ["dot", "cosine"], horizontal=True, key="metric", bind="query-params",
+                      format_func=names.get)
+    label = "K(m, n)" if encoding.scheme == "rotary" and metric == "dot" else ("P·Pᵀ" if metric == "dot" else "cosine")
+else:
+    metric, label = "dot", "bias"
+    head = c1.selectbox("Head", ["all", *range(encoding.heads)], key="bias_head", bind="query-params")
 normalize = c2.toggle("Divide by the maximum", key="normalize", bind="query-params")
 clip = c2.toggle("Clip colours (1–99 %)", value=True, key="clip", bind="query-params",
                  help="A few outliers (position 0 of BERT-style models) otherwise take the whole colour scale. "
                       "Hover shows the true values either way.")
-first, last = c3.slider("Positions", 0, n - 1, (0, min(n, 2048) - 1), key="range", bind="query-params")
+first, last = c3.slider(f"{axis.capitalize()}s (row numbers)", 0, n - 1, (0, min(n, app_state.MAX_SHOWN) - 1),
+                        key="range", bind="query-params")
 
-with st.spinner("Computing similarities …"):
-    matrix = app_state.position_similarity(key, metric, first, last)
-shown = matrix / matrix.max() if normalize else matrix
-label = "P·Pᵀ" if metric == "dot" else "cosine"
+with st.spinner("Computing the position-position matrix …"):
+    matrix, step = app_state.position_matrix(key, component, metric, first, last)
+stride = f", every {step}th position" if step > 1 else ""
+title = f"{label} between {axis}s {first + encoding.first_label}–{last + encoding.first_label}{stride}"
+
+
+def scaled(values: np.ndarray) -> np.ndarray:
+    """Divided by the largest absolute value, when asked."""
+    return values / np.nanmax(np.abs(values)) if normalize else values
+
+
 left, right = st.columns([5, 4], gap="large")
-with left:
-    app_state.show(figures.position_heatmap(
-        shown, first, f"{label} between positions {first}–{last}" + (" (÷ max)" if normalize else ""),
-        label + (" ÷ max" if normalize else ""), clip=clip))
-with right:
-    st.subheader("Position q against all")
-    q = st.number_input("Position q", 0, n - 1, min(128, n - 1), key="q", bind="query-params")
-    full = app_state.position_similarity(key, metric, 0, n - 1)
-    profile = posviz.row_profile(full, q, normalize="max")
-    app_state.show(figures.row_profile_figure(
-        profile, q, f"{label}(q = {q}, j) ÷ max over j", f"{label} ÷ max"))
-    st.caption(f"r(j) = G[q, j] / max_j G[q, j] with G = {label} over all {n} positions.")
+if encoding.kind == "bias" and head == "all":
+    app_state.show(figures.small_multiples(
+        scaled(matrix), [f"head {h}" for h in range(matrix.shape[0])], title + " (rows = queries, columns = keys)",
+        names=("query", "key")))
+    matrix_2d = None
+else:
+    matrix_2d = matrix[head] if encoding.kind == "bias" else matrix
+    with left:
+        app_state.show(figures.position_heatmap(
+            scaled(matrix_2d), first + encoding.first_label, title + (" (÷ max)" if normalize else ""),
+            label + (" ÷ max" if normalize else ""), clip=clip, step=step, names=(
+                ("query", "key") if encoding.kind == "bias" else (axis, axis))))
 
-st.subheader("The position table itself")
-app_state.show(figures.vector_heatmap(
-    table.matrix[first:last + 1], f"Position embeddings {first}–{last} (rows) × dimensions",
-    "position", first=first))
-st.caption(f"From `{table.source}`" + (f", rows {table.offset}… of the stored table (offset {table.offset})."
-                                       if table.offset else "."))
+if matrix_2d is not None:
+    with right:
+        st.subheader(f"{axis.capitalize()} q against all")
+        q = st.number_input("q", 0, n - 1, min(128, n - 1), key="q", bind="query-params",
+                            help=f"Row number of the {axis}; with a stride, the nearest shown row is used.")
+        everything, full_step = app_state.position_matrix(key, component, metric, 0, n - 1)
+        if encoding.kind == "bias":
+            everything = everything[head]
+        at = full_step * np.arange(everything.shape[-1])
+        row = int(np.abs(at - q).argmin())
+        q_label = int(at[row]) + encoding.first_label
+        relative = encoding.kind == "vectors"
+        profile = posviz.row_profile(everything, row, normalize="max") if relative else everything[row]
+        app_state.show(figures.row_profile_figure(
+            profile, q_label, f"{label}(q = {q_label}, j)" + (" ÷ max over j" if relative else ""),
+            label + (" ÷ max" if relative else ""), x=at + encoding.first_label))
+        if relative:
+            st.caption(f"r(j) = G[q, j] / max_j G[q, j] with G = {label} over all {n} {axis}s"
+                       + (f" (every {full_step}th)." if full_step > 1 else "."))
+
+app_state.explain(encoding)
+
+if encoding.scheme == "rotary":
+    st.subheader("The kernel by offset, one frequency band at a time")
+    offsets, offset_step = sample_positions(0, last - first, app_state.MAX_SHOWN)
+    bands = {f"band {b + 1}" + (" (fastest)" if b == 0 else " (slowest)" if b == app_state.ROTARY_BANDS - 1 else ""):
+             app_state.rotary_kernel_by_offset(key, component, offsets, band=b)
+             for b in range(app_state.ROTARY_BANDS)}
+    app_state.show(figures.line_figure(
+        {"all frequencies": app_state.rotary_kernel_by_offset(key, component, offsets), **bands},
+        "K(m, m + k) against the offset k" + (f" (every {offset_step}th)" if offset_step > 1 else ""),
+        "offset k", "K", x=offsets))
+    st.caption("The kernel depends on the offset only. Fast pairs tell near positions apart and average out "
+               "beyond a few positions; slow pairs carry the long-range structure.")
+elif encoding.kind == "vectors":
+    st.subheader("The vectors themselves")
+    rows, _ = sample_positions(first, last, app_state.MAX_SHOWN)
+    app_state.show(figures.vector_heatmap(
+        encoding.vectors(rows).cpu().numpy(), f"{axis.capitalize()} vectors {first}–{last}{stride} × dimensions",
+        axis, first=first + encoding.first_label, step=step))
+    st.caption(f"From `{encoding.source}`" + (f", rows {encoding.offset}… of the stored table (offset "
+                                              f"{encoding.offset})." if getattr(encoding, "offset", 0) else "."))

@@ -8,10 +8,14 @@ from posviz.analysis import project, row_profile, similarity
 from posviz.attention import AttentionPatterns, attention
 from posviz.embeddings import InputEmbeddings, input_embeddings
 from posviz.loading import BUNDLED_NAME, LoadedModel, ModelLoadError, load_model
-from posviz.positions import NoPositionTable, PositionEmbeddings, position_embeddings
+from posviz.positions import (
+    AlibiBias, NoPositions, PositionEmbeddings, PositionEncoding, RelativeBias, RelativeEmbeddings, RotaryEncoding,
+    position_embeddings, position_encodings, sinusoidal,
+)
 
 __all__ = [
-    "AttentionPatterns", "BUNDLED_NAME", "InputEmbeddings", "LoadedModel", "ModelLoadError",
-    "NoPositionTable", "PositionEmbeddings", "attention", "input_embeddings", "load_model",
-    "position_embeddings", "project", "row_profile", "similarity",
+    "AlibiBias", "AttentionPatterns", "BUNDLED_NAME", "InputEmbeddings", "LoadedModel", "ModelLoadError",
+    "NoPositions", "PositionEmbeddings", "PositionEncoding", "RelativeBias", "RelativeEmbeddings", "RotaryEncoding",
+    "attention", "input_embeddings", "load_model", "position_embeddings", "position_encodings", "project",
+    "row_profile", "similarity", "sinusoidal",
 ]

@@ -134,3 +134,20 @@ def block_mean(matrix: np.ndarray, max_size: int) -> tuple[np.ndarray, int]:
     padded = np.pad(matrix.astype(np.float32), pad, constant_values=np.nan)
     shape = padded.shape[:-2] + (padded.shape[-2] // f, f, padded.shape[-1] // f, f)
     return np.nanmean(padded.reshape(shape), axis=(-3, -1)), f
+
+
+def sample_positions(first: int, last: int, max_points: int) -> tuple[np.ndarray, int]:
+    """Positions ``first .. last`` (inclusive), every ``step``-th so that at most ``max_points`` remain.
+
+    Long contexts (32k to 128k positions) are shown by a stride, never by an n × n matrix over
+    every position; the figure states the stride.
+
+    Returns
+    -------
+    positions : np.ndarray
+        int64 [≤ max_points].
+    step : int
+        The stride (1 when the range fits).
+    """
+    step = max(1, -(-(last - first + 1) // max_points))
+    return np.arange(first, last + 1, step, dtype=np.int64), step

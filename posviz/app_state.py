@@ -19,6 +19,7 @@ import torch
 from streamlit.runtime.pages_manager import PagesManager
 
 import posviz
+from posviz.analysis import sample_positions
 from posviz.loading import BUNDLED_NAME
 
 LOG = logging.getLogger("posviz")
@@ -79,26 +80,83 @@ def loaded_model(key: ModelKey, progress: Callable[[str], None] | None = None) -
         return models[key]
 
 
+#: Most positions a position-position figure or a projection shows; wider ranges take a stride.
+MAX_SHOWN = 2048
+#: Rotary frequencies are shown in this many bands, fastest first.
+ROTARY_BANDS = 4
+
+
 @st.cache_resource(show_spinner=False, max_entries=4)
-def position_table(key: ModelKey) -> posviz.PositionEmbeddings | None:
-    """The model's position embeddings, or None where its scheme has no learned table."""
-    try:
-        return posviz.position_embeddings(loaded_model(key))
-    except posviz.NoPositionTable:
-        return None
+def position_encodings(key: ModelKey) -> list[posviz.PositionEncoding]:
+    """Cached :func:`posviz.position_encodings` (objects holding tensors: shared, not copied)."""
+    return posviz.position_encodings(loaded_model(key))
+
+
+def rotary_band(encoding: posviz.RotaryEncoding, band: int) -> slice:
+    """Frequencies of band ``band`` of :data:`ROTARY_BANDS` (0 = fastest)."""
+    edges = np.linspace(0, encoding.rotary_dim // 2, ROTARY_BANDS + 1).round().astype(int)
+    return slice(edges[band], edges[band + 1])
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def position_matrix(key: ModelKey, component: int, metric: str, first: int, last: int) -> tuple[np.ndarray, int]:
+    """The scheme's position-position matrix over positions ``first .. last``, and the stride.
+
+    Vector schemes: the similarity of the position vectors (rotary: of the rotation features),
+    float32 [n, n]. Bias schemes: the bias of every head, float32 [heads, n, n] (``metric``
+    unused). ``n ≤ MAX_SHOWN``.
+    """
+    encoding = position_encodings(key)[component]
+    positions, step = sample_positions(first, last, MAX_SHOWN)
+    if encoding.kind == "bias":
+        return encoding.bias(positions), step
+    return posviz.similarity(encoding.vectors(positions), metric), step
+
+
+def rotary_kernel_by_offset(key: ModelKey, component: int, offsets: np.ndarray, band: int | None = None) -> np.ndarray:
+    """``K(0, k)`` for each offset k (the kernel depends on the offset only), float32 [len(offsets)],
+    over all frequencies or one band."""
+    encoding = position_encodings(key)[component]
+    band_slice = None if band is None else rotary_band(encoding, band)
+    features = encoding.vectors(np.concatenate([[0], offsets]), band=band_slice)
+    return (features[1:] @ features[0]).cpu().numpy()
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def position_similarity(key: ModelKey, metric: str, first: int, last: int) -> np.ndarray:
-    """Similarity of positions ``first .. last`` (inclusive), float32 [n, n], on the model's device."""
-    return posviz.similarity(position_table(key).tensor[first:last + 1], metric)
-
-
-@st.cache_data(show_spinner=False, max_entries=16)
-def position_projection(key: ModelKey, method: str, n_components: int) -> np.ndarray:
-    """UMAP or PCA of every position vector, float32 [num_positions, n_components]."""
+def position_projection(key: ModelKey, component: int, method: str, n_components: int) -> tuple[np.ndarray, np.ndarray]:
+    """UMAP or PCA of the position vectors (at most MAX_SHOWN, by stride): (coords, positions)."""
+    encoding = position_encodings(key)[component]
+    positions, _ = sample_positions(0, encoding.num_positions - 1, MAX_SHOWN)
     warm_up().wait()
-    return posviz.project(position_table(key).tensor, method, n_components)
+    return posviz.project(encoding.vectors(positions), method, n_components), positions
+
+
+def choose_encoding(key: ModelKey) -> tuple[int, posviz.PositionEncoding]:
+    """The positional component to show: a radio (``component`` in the URL) where the model has
+    several (MPNet's table and relative bias, T5's encoder and decoder bias)."""
+    encodings = position_encodings(key)
+    index = 0
+    if len(encodings) > 1:
+        index = st.radio("Component", range(len(encodings)), horizontal=True, key="component",
+                         bind="query-params", format_func=lambda i: encodings[i].component)
+    return index, encodings[index]
+
+
+def explain(encoding: posviz.PositionEncoding) -> None:
+    """The scheme's formula and its description, with sources."""
+    if encoding.formula:
+        st.latex(encoding.formula)
+    st.caption(encoding.describe())
+
+
+def require_vectors(encoding: posviz.PositionEncoding, lm: posviz.LoadedModel, what: str) -> None:
+    """Stop the page with a way forward where the scheme has no vector per position."""
+    if encoding.kind != "vectors":
+        st.info(f"{lm.name} uses {lm.scheme_label}: {what}. Its position-position structure is on the "
+                "Position similarity page; pick a model with learned, sinusoidal or rotary positions to "
+                "see this view.", icon=":material/info:")
+        explain(encoding)
+        st.stop()
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -108,9 +166,11 @@ def input_representation(key: ModelKey, text: str, text_pair: str | None) -> pos
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
-def attention_patterns(key: ModelKey, text: str, text_pair: str | None) -> posviz.AttentionPatterns:
-    """Cached :func:`posviz.attention`."""
-    return posviz.attention(loaded_model(key), text, text_pair)
+def attention_patterns(key: ModelKey, text: str, text_pair: str | None,
+                       target: str | None = None) -> posviz.AttentionPatterns:
+    """Cached :func:`posviz.attention`; ``target`` is the decoder's sentence of an
+    encoder-decoder model (None or empty: the source sentence), ignored by other models."""
+    return posviz.attention(loaded_model(key), text, text_pair, target=target or None)
 
 
 @st.cache_resource(show_spinner=False)
@@ -190,19 +250,6 @@ def current_model() -> ModelKey:
         PagesManager.uses_pages_directory = False
         st.rerun()
     return st.session_state["model_key"]
-
-
-def require_position_table(key: ModelKey, what: str) -> posviz.PositionEmbeddings:
-    """The model's position table; where it has none, say so (``what`` names what is missing
-    on this page) and stop the page with a way forward."""
-    table = position_table(key)
-    if table is None:
-        lm = loaded_model(key)
-        st.info(f"{lm.name} uses {lm.scheme_label}: {what}. Pick a model with learned absolute positions "
-                "(BERT, RoBERTa, GPT-2, …) in the sidebar, or look at its attention patterns on the "
-                "Attention page.", icon=":material/info:")
-        st.stop()
-    return table
 
 
 def page_failed(exc: Exception) -> None:

@@ -96,6 +96,8 @@ def input_embeddings(lm: LoadedModel, text: str, text_pair: str | None = None) -
     finally:
         for handle in handles:
             handle.remove()
+    if layout.token_scale:
+        captured["token"] = captured["token"] * resolve(lm.model, layout.token_scale)
     total = captured["token"].to(torch.float32)
     for key in ("segment", "position"):
         if key in captured:

@@ -44,7 +44,7 @@ def clip_limits(values: np.ndarray, percentile: float = 99.0) -> tuple[float, fl
     A few outliers (BERT's position 0 has a norm five times the others) would otherwise take the
     whole colour scale; hover still shows the true value.
     """
-    low, high = np.percentile(values, [100 - percentile, percentile])
+    low, high = np.nanpercentile(values, [100 - percentile, percentile])
     return float(low), float(high)
 
 
@@ -54,7 +54,8 @@ def _square(fig: go.Figure) -> None:
     fig.update_yaxes(autorange="reversed", scaleanchor="x", constrain="domain")
 
 
-def position_heatmap(matrix: np.ndarray, first: int, title: str, colorbar: str, clip: bool = True) -> go.Figure:
+def position_heatmap(matrix: np.ndarray, first: int, title: str, colorbar: str, clip: bool = True, step: int = 1,
+                     names: tuple[str, str] = ("position", "position")) -> go.Figure:
     """Heatmap of a position-position matrix whose rows and columns start at position ``first``.
 
     Parameters
@@ -67,29 +68,33 @@ def position_heatmap(matrix: np.ndarray, first: int, title: str, colorbar: str, 
         Figure title and colour-bar title.
     clip : bool
         Colours span the 1st to 99th percentile (:func:`clip_limits`) instead of min to max;
-        the colour bar says so.
+        the subtitle says so.
+    step : int
+        Row i is position ``first + step·i`` (a stride over a long range).
+    names : (str, str)
+        What rows and columns are ("position"; "query" and "key" for a bias).
     """
     n = matrix.shape[0]
-    axis = np.arange(first, first + n)
+    axis = first + step * np.arange(n)
     zmin, zmax = clip_limits(matrix) if clip else (None, None)
     fig = _figure(title + ("<br><sup>colours clipped to the 1st–99th percentile; hover shows true values</sup>"
                            if clip else ""), height=640)
     fig.add_trace(go.Heatmap(
         z=_f32(matrix), x=axis, y=axis, zmin=zmin, zmax=zmax, colorscale=SEQUENTIAL,
         colorbar=dict(title=colorbar),
-        hovertemplate="position %{y} · position %{x}<br>%{z:.5g}<extra></extra>",
+        hovertemplate=f"{names[0]} %{{y}} · {names[1]} %{{x}}<br>%{{z:.5g}}<extra></extra>",
     ))
-    fig.update_xaxes(title="position")
-    fig.update_yaxes(title="position")
+    fig.update_xaxes(title=names[1])
+    fig.update_yaxes(title=names[0])
     _square(fig)
     return fig
 
 
-def row_profile_figure(profile: np.ndarray, q: int, title: str, ylabel: str) -> go.Figure:
-    """Line of "position q against all": ``profile[j]`` against position j, q marked."""
+def row_profile_figure(profile: np.ndarray, q: int, title: str, ylabel: str, x: np.ndarray | None = None) -> go.Figure:
+    """Line of "position q against all": ``profile[j]`` against position ``x[j]`` (default j), q marked."""
     fig = _figure(title, height=420)
     fig.add_trace(go.Scatter(
-        x=np.arange(len(profile)), y=_f32(profile), mode="lines", name=f"q = {q}",
+        x=np.arange(len(profile)) if x is None else x, y=_f32(profile), mode="lines", name=f"q = {q}",
         hovertemplate="position %{x}<br>%{y:.4f}<extra></extra>",
     ))
     fig.add_vline(x=q, line_dash="dot", line_color="#D55E00", annotation_text=f"q = {q}", annotation_position="bottom right")
@@ -98,7 +103,8 @@ def row_profile_figure(profile: np.ndarray, q: int, title: str, ylabel: str) -> 
     return fig
 
 
-def vector_heatmap(matrix: np.ndarray, title: str, row_title: str, row_labels=None, first: int = 0) -> go.Figure:
+def vector_heatmap(matrix: np.ndarray, title: str, row_title: str, row_labels=None, first: int = 0,
+                   step: int = 1) -> go.Figure:
     """Raw vectors as a heatmap: rows (positions or tokens) against dimensions, centred on 0.
 
     Parameters
@@ -106,14 +112,14 @@ def vector_heatmap(matrix: np.ndarray, title: str, row_title: str, row_labels=No
     matrix : np.ndarray
         [rows, width].
     row_labels : list of str, optional
-        Token labels; rows are numbered from ``first`` when omitted.
+        Token labels; rows are numbered ``first + step·i`` when omitted.
     """
     rows = np.arange(matrix.shape[0])
     limit = clip_limits(np.abs(matrix), 99.5)[1] or 1.0
     fig = _figure(title + "<br><sup>colours clipped to the 99.5th percentile of |value|</sup>",
                   height=max(360, min(720, 22 * len(rows) + 160)) if row_labels else 560)
     fig.add_trace(go.Heatmap(
-        z=_f32(matrix), y=rows + (0 if row_labels else first), colorscale=DIVERGING, zmid=0,
+        z=_f32(matrix), y=rows if row_labels else first + step * rows, colorscale=DIVERGING, zmid=0,
         zmin=-limit, zmax=limit, colorbar=dict(title="value"),
         hovertemplate=f"{row_title} %{{y}} · dimension %{{x}}<br>%{{z:.5g}}<extra></extra>",
     ))
@@ -124,12 +130,15 @@ def vector_heatmap(matrix: np.ndarray, title: str, row_title: str, row_labels=No
     return fig
 
 
-def line_figure(series: dict[str, np.ndarray], title: str, xlabel: str, ylabel: str, x_labels=None) -> go.Figure:
-    """One line per named series against their index (or against token labels)."""
+def line_figure(series: dict[str, np.ndarray], title: str, xlabel: str, ylabel: str, x_labels=None,
+                x: np.ndarray | None = None, markers: bool = False, log_y: bool = False) -> go.Figure:
+    """One line per named series against ``x`` (default: their index) or against token labels."""
     fig = _figure(title, height=420)
     for name, values in series.items():
-        x = np.arange(len(values))
-        fig.add_trace(go.Scatter(x=x, y=_f32(values), mode="lines+markers" if x_labels else "lines", name=name))
+        fig.add_trace(go.Scatter(x=np.arange(len(values)) if x is None else x, y=_f32(values), name=name,
+                                 mode="lines+markers" if x_labels or markers else "lines"))
+    if log_y:
+        fig.update_yaxes(type="log")
     fig.update_xaxes(title=xlabel)
     if x_labels:
         fig.update_xaxes(tickvals=np.arange(len(x_labels)), ticktext=list(x_labels), tickangle=-45)
@@ -138,7 +147,7 @@ def line_figure(series: dict[str, np.ndarray], title: str, xlabel: str, ylabel: 
 
 
 def projection_figure(coords: np.ndarray, boundaries: list[int], path: bool, title: str,
-                      axis_name: str = "component") -> go.Figure:
+                      axis_name: str = "component", positions: np.ndarray | None = None) -> go.Figure:
     """Scatter of projected positions (2-D or 3-D), coloured by position range.
 
     Parameters
@@ -151,9 +160,13 @@ def projection_figure(coords: np.ndarray, boundaries: list[int], path: bool, tit
         Also draw the line through consecutive positions.
     axis_name : str
         Axes are titled "<axis_name> 1", "<axis_name> 2" (e.g. "UMAP", "PC").
+    positions : np.ndarray, optional
+        The position of each row (a stride over a long range); ``arange(n)`` by default.
     """
     n, dims = coords.shape
-    edges = [0] + sorted(b for b in set(boundaries) if 0 < b < n) + [n]
+    positions = np.arange(n) if positions is None else np.asarray(positions)
+    cuts = np.searchsorted(positions, sorted(set(boundaries)))
+    edges = [0] + [int(c) for c in cuts if 0 < c < n] + [n]
     scatter = go.Scatter3d if dims == 3 else go.Scatter
     fig = _figure(title, height=640)
     axes = dict(zip("xyz", coords.T))
@@ -163,7 +176,7 @@ def projection_figure(coords: np.ndarray, boundaries: list[int], path: bool, tit
     for i, (lo, hi) in enumerate(zip(edges, edges[1:])):
         fig.add_trace(scatter(
             **{k: _f32(v[lo:hi]) for k, v in axes.items()}, mode="markers",
-            name=f"positions {lo}–{hi - 1}", customdata=np.arange(lo, hi),
+            name=f"positions {positions[lo]}–{positions[hi - 1]}", customdata=positions[lo:hi],
             marker=dict(size=4 if dims == 3 else 7, color=QUALITATIVE[i % len(QUALITATIVE)]),
             hovertemplate="position %{customdata}<extra></extra>",
         ))
@@ -177,64 +190,89 @@ def projection_figure(coords: np.ndarray, boundaries: list[int], path: bool, tit
     return fig
 
 
-def heads_grid(patterns: np.ndarray, title: str, columns: int = 4, max_cells: int = 96) -> go.Figure:
-    """All heads of one layer as small multiples on one colour scale.
+def small_multiples(matrices: np.ndarray, titles: list[str], title: str, zmin: float | None = None,
+                    zmax: float | None = None, names: tuple[str, str] = ("row", "column"), columns: int = 4,
+                    max_cells: int = 96, first: int = 0) -> go.Figure:
+    """Square matrices side by side on one colour scale (heads of a layer, heads of a bias,
+    frequency bands of a rotary kernel).
 
     Parameters
     ----------
-    patterns : np.ndarray
-        [heads, queries, keys].
+    matrices : np.ndarray
+        [k, n, n]; NaN cells (masked) stay blank.
+    titles : list of str
+        One title per matrix.
+    zmin, zmax : float, optional
+        Shared colour range; the data's range where omitted.
+    names : (str, str)
+        What rows and columns are, for the hover text.
     max_cells : int
-        A tile is about 230 pixels high: longer inputs are shown as block means
+        A tile is about 230 pixels high: larger matrices are shown as block means
         (:func:`posviz.analysis.block_mean`) of at most ``max_cells`` per side, said in the title.
+    first : int
+        Label of row and column 0.
     """
-    patterns, block = block_mean(patterns, max_cells)
+    matrices, block = block_mean(matrices, max_cells)
     if block > 1:
-        title += f" · means of {block}×{block}-token blocks"
-    heads = patterns.shape[0]
-    rows = -(-heads // columns)
-    fig = make_subplots(rows=rows, cols=columns, subplot_titles=[f"head {h}" for h in range(heads)],
-                        horizontal_spacing=0.02, vertical_spacing=0.06)
-    top = float(patterns.max())
-    idx = np.arange(patterns.shape[-1]) * block
-    where = ("query %{y} → key %{x}" if block == 1
-             else f"queries %{{y}}…, keys %{{x}}… ({block}×{block} block mean)")
-    for h in range(heads):
-        fig.add_trace(go.Heatmap(z=_f32(patterns[h]), x=idx, y=idx, coloraxis="coloraxis",
-                                 hovertemplate=f"head {h}<br>{where}<br>%{{z:.4f}}<extra></extra>"),
-                      row=h // columns + 1, col=h % columns + 1)
-    fig.update_layout(title=title, height=230 * rows + 80, coloraxis=dict(colorscale=SEQUENTIAL, cmin=0, cmax=top),
-                      **_LAYOUT)
-    fig.update_xaxes(showticklabels=False)
-    fig.update_yaxes(showticklabels=False, autorange="reversed")
+        title += f" · means of {block}×{block} blocks"
+    count = matrices.shape[0]
+    rows = -(-count // columns)
+    fig = make_subplots(rows=rows, cols=columns, subplot_titles=titles, horizontal_spacing=0.02,
+                        vertical_spacing=0.3 / rows)
+    idx = first + np.arange(matrices.shape[-1]) * block
+    row_name, col_name = names
+    where = (f"{row_name} %{{y}} → {col_name} %{{x}}" if block == 1
+             else f"{row_name}s %{{y}}…, {col_name}s %{{x}}… ({block}×{block} block mean)")
+    for i in range(count):
+        fig.add_trace(go.Heatmap(z=_f32(matrices[i]), x=idx, y=idx, coloraxis="coloraxis",
+                                 hovertemplate=f"{titles[i]}<br>{where}<br>%{{z:.4f}}<extra></extra>"),
+                      row=i // columns + 1, col=i % columns + 1)
+    finite = matrices[np.isfinite(matrices)]
+    fig.update_layout(title=title, height=230 * rows + 100, **_LAYOUT, coloraxis=dict(
+        colorscale=SEQUENTIAL, cmin=float(finite.min()) if zmin is None else zmin,
+        cmax=float(finite.max()) if zmax is None else zmax))
+    fig.update_xaxes(showticklabels=False, showgrid=False)
+    fig.update_yaxes(showticklabels=False, showgrid=False, autorange="reversed")
     return fig
 
 
+def heads_grid(patterns: np.ndarray, title: str) -> go.Figure:
+    """All attention heads of one layer, [heads, queries, keys], as small multiples from 0."""
+    return small_multiples(patterns, [f"head {h}" for h in range(patterns.shape[0])], title, zmin=0,
+                           names=("query", "key"))
+
+
 def token_heatmap(matrix: np.ndarray, tokens: list[str], title: str, colorbar: str,
-                  row_title: str = "token", col_title: str = "token", zmin: float | None = None) -> go.Figure:
+                  row_title: str = "token", col_title: str = "token", zmin: float | None = None,
+                  col_tokens: list[str] | None = None) -> go.Figure:
     """A token-token matrix with token labels: an attention pattern (query rows, key columns) or
     the similarity of input representations.
 
     Parameters
     ----------
     matrix : np.ndarray
-        [num_tokens, num_tokens].
+        [num_tokens, num_tokens], or [num_tokens, len(col_tokens)] when ``col_tokens`` is given.
     tokens : list of str
-        Labels of rows and columns; beyond 128 tokens the axes show indices only.
+        Labels of the rows, and of the columns unless ``col_tokens`` is given; beyond 128
+        tokens on either axis the axes show indices only.
     zmin : float, optional
         Bottom of the colour scale (0 for attention weights).
+    col_tokens : list of str, optional
+        Labels of the columns when they are other tokens than the rows (cross attention:
+        target queries against source keys).
     """
-    idx = np.arange(len(tokens))
-    labelled = len(tokens) <= 128
+    cols = list(tokens) if col_tokens is None else list(col_tokens)
+    rows_idx = np.arange(len(tokens))
+    cols_idx = np.arange(len(cols))
+    labelled = len(tokens) <= 128 and len(cols) <= 128
     fig = _figure(title, height=max(420, min(900, 20 * len(tokens) + 200)))
     fig.add_trace(go.Heatmap(
-        z=_f32(matrix), x=idx, y=idx, zmin=zmin, colorscale=SEQUENTIAL, colorbar=dict(title=colorbar),
-        customdata=np.array([[(a, b) for b in tokens] for a in tokens], dtype=object) if labelled else None,
+        z=_f32(matrix), x=cols_idx, y=rows_idx, zmin=zmin, colorscale=SEQUENTIAL, colorbar=dict(title=colorbar),
+        customdata=np.array([[(a, b) for b in cols] for a in tokens], dtype=object) if labelled else None,
         hovertemplate=(f"{row_title} %{{y}} %{{customdata[0]}} · {col_title} %{{x}} %{{customdata[1]}}" if labelled
                        else f"{row_title} %{{y}} · {col_title} %{{x}}") + "<br>%{z:.4f}<extra></extra>",
     ))
-    ticks = dict(tickvals=idx, ticktext=tokens) if labelled else {}
-    fig.update_xaxes(title=col_title, tickangle=-60, **ticks)
-    fig.update_yaxes(title=row_title, **ticks)
+    fig.update_xaxes(title=col_title, tickangle=-60, **(dict(tickvals=cols_idx, ticktext=cols) if labelled else {}))
+    fig.update_yaxes(title=row_title, **(dict(tickvals=rows_idx, ticktext=list(tokens)) if labelled else {}))
     _square(fig)
     return fig

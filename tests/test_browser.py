@@ -42,7 +42,7 @@ CHROMIUM_ARGS = [
 PAGES = {
     "model": ("/", "Model"),
     "similarity": ("/similarity", "Position similarity"),
-    "projection": ("/projection", "Projection of the position embeddings"),
+    "projection": ("/projection", "Projection of the position vectors"),
     "input": ("/input", "Input representation"),
     "attention": ("/attention", "Attention"),
 }

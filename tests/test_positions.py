@@ -80,17 +80,23 @@ def test_factorized_width_is_embedding_size(family, tiny_lm):
 
 
 _SCHEME_WORDS = {"rotary": r"rotary|rope", "alibi": r"alibi", "relative_bias": r"relative[ _-]?(position[ _-]?)?bias"}
+_SCHEME_CLASS = {"rotary": "RotaryEncoding", "alibi": "AlibiBias", "relative_bias": "RelativeBias"}
 
 
 @pytest.mark.parametrize("family", NOT_LEARNED)
-def test_no_table_raises_naming_scheme(family, tiny_lm):
+def test_no_table_gives_the_schemes_encoding(family, tiny_lm):
+    """Without a position table, position_embeddings returns the scheme's own encoding (no
+    exception any more): llama -> RotaryEncoding, bloom -> AlibiBias, t5 -> RelativeBias."""
     spec = FAMILIES[family]
     lm = tiny_lm(family)
     assert lm.scheme == spec.scheme
-    assert issubclass(posviz.NoPositionTable, ValueError)
-    with pytest.raises(posviz.NoPositionTable) as info:
-        posviz.position_embeddings(lm)
-    assert re.search(_SCHEME_WORDS[spec.scheme], str(info.value), re.IGNORECASE), str(info.value)
+    assert not hasattr(posviz, "NoPositionTable")
+    enc = posviz.position_embeddings(lm)
+    assert type(enc) is getattr(posviz, _SCHEME_CLASS[spec.scheme])
+    assert isinstance(enc, posviz.PositionEncoding)
+    assert enc.scheme == spec.scheme
+    assert re.search(_SCHEME_WORDS[spec.scheme], enc.describe(), re.IGNORECASE), enc.describe()
+    assert enc is not None and posviz.position_encodings(lm)[0].source == enc.source
 
 
 def test_bf16_checkpoint_gives_float32(tmp_path):
