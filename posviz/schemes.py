@@ -122,10 +122,16 @@ def _bloom_alibi(config, heads: int, n: int) -> torch.Tensor:
 
 
 def _falcon_alibi(config, heads: int, n: int) -> torch.Tensor:
-    """transformers.models.falcon.modeling_falcon.build_alibi_tensor"""
+    """transformers.models.falcon.modeling_falcon.build_alibi_tensor, × 2 / √head_dim
+
+    Falcon's eager attention adds the builder's tensor to the raw scores before the 1/√head_dim
+    scaling, and again, already scaled, through the causal mask (``FalconModel.forward``): the
+    scaled scores get 2 / √head_dim times the builder's bias. BLOOM and MPT add it once, unscaled.
+    """
     from transformers.models.falcon.modeling_falcon import build_alibi_tensor
 
-    return build_alibi_tensor(torch.ones(1, n), heads, torch.float32).reshape(heads, n)
+    head_dim = config.hidden_size // heads
+    return build_alibi_tensor(torch.ones(1, n), heads, torch.float32).reshape(heads, n) * (2 / head_dim ** 0.5)
 
 
 def _mpt_alibi(config, heads: int, n: int) -> torch.Tensor:

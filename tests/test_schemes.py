@@ -196,7 +196,9 @@ def _builder(family: str, model, heads: int, n: int) -> np.ndarray:
     if family.startswith("falcon"):
         from transformers.models.falcon.modeling_falcon import build_alibi_tensor
 
-        return build_alibi_tensor(torch.ones(1, n, dtype=torch.long), heads, torch.float32).reshape(heads, n).numpy()
+        # eager FalconAttention adds it before the 1/sqrt(head_dim) scaling and again, scaled, in the mask
+        scale = 2 / (model.config.hidden_size // heads) ** 0.5
+        return scale * build_alibi_tensor(torch.ones(1, n, dtype=torch.long), heads, torch.float32).reshape(heads, n).numpy()
     from transformers.models.mpt.modeling_mpt import build_mpt_alibi_tensor
 
     bias_max = model.config.attn_config.alibi_bias_max
@@ -225,6 +227,24 @@ def test_alibi_bias_rows_are_the_models_builder(family, tiny_lm, reference):
         assert (spread < 1e-4 * max(1, m)).all(), (m, spread)
     # and it is not flat: the per-key steps are the model's slopes
     np.testing.assert_allclose(np.diff(bias[:, n - 1, :], axis=1), np.diff(own, axis=1), atol=1e-4)
+
+
+def test_falcon_alibi_is_what_its_eager_attention_applies(tiny_lm, reference):
+    """With the query/key weights zeroed, Falcon's attention is softmax of the ALiBi bias alone."""
+    model, _ = reference("falcon-alibi")
+    enc = posviz.position_embeddings(tiny_lm("falcon-alibi"))
+    attention = model.h[0].self_attention
+    with torch.no_grad():
+        attention.query_key_value.weight.zero_()
+        if attention.query_key_value.bias is not None:
+            attention.query_key_value.bias.zero_()
+        n = 12
+        out = model(input_ids=_ids(n), attention_mask=torch.ones(1, n, dtype=torch.long), output_attentions=True)
+    probs = out.attentions[0][0].double().numpy()  # [heads, n, n]
+    bias = enc.bias(np.arange(n)).astype(np.float64)
+    for m in range(n):
+        row = np.exp(bias[:, m, : m + 1] - bias[:, m, : m + 1].max(axis=1, keepdims=True))
+        np.testing.assert_allclose(probs[:, m, : m + 1], row / row.sum(axis=1, keepdims=True), atol=1e-5)
 
 
 def test_mpt_alibi_is_what_its_attention_adds(tiny_lm, reference):
@@ -518,8 +538,6 @@ def test_describe_names_paper_and_source(family, tiny_lm):
 # ------------------------------------------------------------------------------------ known gaps
 
 
-@pytest.mark.xfail(strict=True, reason="posviz/loading.py LoadedModel.max_tokens does not read MPT's "
-                   "config.max_seq_len (falls back to the tokenizer's 512); MPT's forward fails beyond max_seq_len")
 def test_mpt_max_tokens_is_max_seq_len(tiny_lm):
     lm = tiny_lm("mpt")
     assert lm.max_tokens == lm.config.max_seq_len == 64

@@ -54,7 +54,7 @@ def _alibi(lm: LoadedModel) -> AlibiBias:
     heads = lm.num_heads
     row = lm.layout.alibi(lm.config, heads, 2).double()
     slopes = (row[:, 1] - row[:, 0]).numpy()
-    return AlibiBias(ALIBI, lm.layout.alibi.__doc__, lm.max_tokens,
+    return AlibiBias(ALIBI, lm.layout.alibi.__doc__.splitlines()[0], lm.max_tokens,
                      heads=heads, slopes=slopes)
 
 

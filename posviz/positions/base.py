@@ -117,7 +117,8 @@ class PositionEmbeddings(PositionEncoding):
                 "halves": "all sines, then all cosines (a column permutation of the paper's layout: same Gram matrix)",
                 "t2t": "tensor2tensor spacing of the frequencies, exp(-i·ln 10000 / (d/2 - 1)), sines then cosines",
             }[self.sinusoid]
-            return (f"Fixed sinusoid (Vaswani et al., 2017), not learned: {where} is added at position p; "
+            shifted = f" (so position p gets PE(p + {self.offset}))" if self.offset else ""
+            return (f"Fixed sinusoid (Vaswani et al., 2017), not learned: {where} is added at position p{shifted}; "
                     f"layout: {spacing}. Every pair's dot product depends on the offset only: "
                     "PE_m · PE_n = Σ_k cos((m − n)·w_k).")
         return (f"Learned absolute position embeddings: {where} is added to the token at 0-based position p "
