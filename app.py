@@ -12,6 +12,7 @@ PAGES = [
     st.Page("pages/projection.py", title="Projection", icon=":material/scatter_plot:", url_path="projection"),
     st.Page("pages/input.py", title="Input representation", icon=":material/functions:", url_path="input"),
     st.Page("pages/attention.py", title="Attention", icon=":material/visibility:", url_path="attention"),
+    st.Page("pages/compare.py", title="Compare", icon=":material/compare:", url_path="compare"),
 ]
 
 page = st.navigation(PAGES)

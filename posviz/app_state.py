@@ -113,6 +113,21 @@ def position_matrix(key: ModelKey, component: int, metric: str, first: int, last
     return posviz.similarity(encoding.vectors(positions), metric), step
 
 
+@st.cache_data(show_spinner=False, max_entries=8)
+def sinusoid_matrix(width: int, layout: str, metric: str, first: int, last: int) -> tuple[np.ndarray, int]:
+    """Similarity of the fixed sinusoid of ``width`` over positions ``first .. last`` (stride as
+    :func:`position_matrix`), the reference beside any model."""
+    positions, step = sample_positions(first, last, MAX_SHOWN)
+    table = torch.from_numpy(posviz.sinusoidal(last + 1, width, layout)[positions])
+    return posviz.similarity(table, metric), step
+
+
+def reference_width(encoding: posviz.PositionEncoding) -> int:
+    """The width of the sinusoid that matches an encoding: the table width, or for rotary the
+    rotated dimensions (a sinusoid of that width with base 10000 has exactly the default RoPE kernel)."""
+    return int(encoding.vectors(np.array([0])).shape[-1])
+
+
 def rotary_kernel_by_offset(key: ModelKey, component: int, offsets: np.ndarray, band: int | None = None) -> np.ndarray:
     """``K(0, k)`` for each offset k (the kernel depends on the offset only), float32 [len(offsets)],
     over all frequencies or one band."""

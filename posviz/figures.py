@@ -55,7 +55,8 @@ def _square(fig: go.Figure) -> None:
 
 
 def position_heatmap(matrix: np.ndarray, first: int, title: str, colorbar: str, clip: bool = True, step: int = 1,
-                     names: tuple[str, str] = ("position", "position")) -> go.Figure:
+                     names: tuple[str, str] = ("position", "position"),
+                     limits: tuple[float, float] | None = None) -> go.Figure:
     """Heatmap of a position-position matrix whose rows and columns start at position ``first``.
 
     Parameters
@@ -73,12 +74,14 @@ def position_heatmap(matrix: np.ndarray, first: int, title: str, colorbar: str, 
         Row i is position ``first + step·i`` (a stride over a long range).
     names : (str, str)
         What rows and columns are ("position"; "query" and "key" for a bias).
+    limits : (float, float), optional
+        Colour range shared with another figure; overrides ``clip``.
     """
     n = matrix.shape[0]
     axis = first + step * np.arange(n)
-    zmin, zmax = clip_limits(matrix) if clip else (None, None)
+    zmin, zmax = limits or (clip_limits(matrix) if clip else (None, None))
     fig = _figure(title + ("<br><sup>colours clipped to the 1st–99th percentile; hover shows true values</sup>"
-                           if clip else ""), height=640)
+                           if clip and not limits else ""), height=640)
     fig.add_trace(go.Heatmap(
         z=_f32(matrix), x=axis, y=axis, zmin=zmin, zmax=zmax, colorscale=SEQUENTIAL,
         colorbar=dict(title=colorbar),
