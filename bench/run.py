@@ -32,6 +32,10 @@ What it measures
    the bytes are plotly's escaping of "/" as ``\\u002f`` inside the base64 data.
 5. Where ``torch.cuda.is_available()``: the cases of 2 again with the model on cuda (each call
    followed by ``torch.cuda.synchronize()``), beside the cpu figures; otherwise "no GPU".
+6. The similarity page of a long-context model: a randomly initialised Llama-style config with
+   131,072 positions (rotary), saved and loaded like a user's folder, beside the bundled model:
+   the time to compute the page's position-position matrix and the bytes of its heatmap, for the
+   default range and for the full range (shown every k-th position, at most 2,048 per side).
 
 Each in-process case is called once first (timed on its own: the "1st call" column, which holds
 imports and lazy initialisation) and then ``--repeat`` times; the table gives the median, min and
@@ -279,6 +283,7 @@ def main(argv: list[str] | None = None) -> None:
 
     import posviz
     from posviz import figures
+    from posviz.analysis import sample_positions
     _quiet()
 
     res.add("1 load", "load_model() fresh process (child's own timing)", [c["load_s"] for c in children],
@@ -362,6 +367,24 @@ def main(argv: list[str] | None = None) -> None:
     res.add(sec, f"attention {k} tok: page total (3 figures)", [total], unit="B", note=_mb(total))
     res.add_note(sec, "Streamlit path == plain to_json bytes", "yes" if all(same) else "NO (differs)")
 
+    # 6: the similarity page of a long-context rotary model (a tiny Llama with 131,072 positions)
+    # against the bundled model: compute time and bytes sent. Nothing over all positions is n x n:
+    # the page shows at most 2,048 positions per side (a stride over wider ranges).
+    sec = "6 long context"
+    for label, lm_case in (("bundled (512 positions)", lm), ("Llama, 131,072 positions", long_context_model())):
+        enc = posviz.position_embeddings(lm_case)
+        n = enc.num_positions
+        default = min(n, 2048)
+        for name, (lo, hi) in {f"default range 0-{default - 1}": (0, default - 1),
+                               f"full range 0-{n - 1}": (0, n - 1)}.items():
+            positions, step = sample_positions(lo, hi, 2048)
+            t_first, times = timed(lambda: posviz.similarity(enc.vectors(positions), "dot"), args.repeat)
+            res.add(sec, f"{label}: matrix, {name}", times, first=t_first,
+                    note=f"{len(positions)}x{len(positions)}, stride {step}")
+            matrix = posviz.similarity(enc.vectors(positions), "dot")
+            sent, _ = figure_bytes(figures.position_heatmap(matrix, lo, "bench", "dot", step=step))
+            res.add(sec, f"{label}: heatmap bytes, {name}", [sent], unit="B", note=_mb(sent))
+
     # 5: GPU.
     gpu = None
     if torch.cuda.is_available():
@@ -390,6 +413,21 @@ def main(argv: list[str] | None = None) -> None:
         path.write_text(json.dumps(dict(meta=meta, children=children, rows=res.rows), indent=2, ensure_ascii=False))
         log(f"wrote {path}")
     print_table(res, meta)
+
+
+def long_context_model():
+    """A randomly initialised Llama-style model with 131,072 positions, saved and loaded as a user's."""
+    import tempfile
+
+    import posviz
+    from transformers import AutoModel, AutoTokenizer, LlamaConfig
+
+    folder = Path(tempfile.mkdtemp(prefix="posviz-bench-llama-"))
+    config = LlamaConfig(vocab_size=30522, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=131072)
+    AutoModel.from_config(config).save_pretrained(folder)
+    AutoTokenizer.from_pretrained(posviz.loading.bundled_model_path()).save_pretrained(folder)
+    return posviz.load_model(str(folder))
 
 
 def _has(module: str) -> bool:

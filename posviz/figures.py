@@ -56,7 +56,7 @@ def _square(fig: go.Figure) -> None:
 
 def position_heatmap(matrix: np.ndarray, first: int, title: str, colorbar: str, clip: bool = True, step: int = 1,
                      names: tuple[str, str] = ("position", "position"),
-                     limits: tuple[float, float] | None = None) -> go.Figure:
+                     limits: tuple[float, float] | None = None, max_cells: int = 512) -> go.Figure:
     """Heatmap of a position-position matrix whose rows and columns start at position ``first``.
 
     Parameters
@@ -76,12 +76,16 @@ def position_heatmap(matrix: np.ndarray, first: int, title: str, colorbar: str, 
         What rows and columns are ("position"; "query" and "key" for a bias).
     limits : (float, float), optional
         Colour range shared with another figure; overrides ``clip``.
+    max_cells : int
+        The plot is about 600 pixels wide: a larger matrix is sent as block means
+        (:func:`posviz.analysis.block_mean`) of at most ``max_cells`` per side, said in the subtitle.
     """
-    n = matrix.shape[0]
-    axis = first + step * np.arange(n)
     zmin, zmax = limits or (clip_limits(matrix) if clip else (None, None))
-    fig = _figure(title + ("<br><sup>colours clipped to the 1st–99th percentile; hover shows true values</sup>"
-                           if clip and not limits else ""), height=640)
+    matrix, block = block_mean(matrix, max_cells)
+    axis = first + step * block * np.arange(matrix.shape[0])
+    notes = ([f"means of {block}×{block} blocks"] if block > 1 else []) + (
+        ["colours clipped to the 1st–99th percentile; hover shows true values"] if clip and not limits else [])
+    fig = _figure(title + (f"<br><sup>{'; '.join(notes)}</sup>" if notes else ""), height=640)
     fig.add_trace(go.Heatmap(
         z=_f32(matrix), x=axis, y=axis, zmin=zmin, zmax=zmax, colorscale=SEQUENTIAL,
         colorbar=dict(title=colorbar),
@@ -107,7 +111,7 @@ def row_profile_figure(profile: np.ndarray, q: int, title: str, ylabel: str, x: 
 
 
 def vector_heatmap(matrix: np.ndarray, title: str, row_title: str, row_labels=None, first: int = 0,
-                   step: int = 1) -> go.Figure:
+                   step: int = 1, max_rows: int = 512) -> go.Figure:
     """Raw vectors as a heatmap: rows (positions or tokens) against dimensions, centred on 0.
 
     Parameters
@@ -116,7 +120,13 @@ def vector_heatmap(matrix: np.ndarray, title: str, row_title: str, row_labels=No
         [rows, width].
     row_labels : list of str, optional
         Token labels; rows are numbered ``first + step·i`` when omitted.
+    max_rows : int
+        More numbered rows than this are shown every k-th (exact values), said in the title.
     """
+    if row_labels is None and matrix.shape[0] > max_rows:
+        every = -(-matrix.shape[0] // max_rows)
+        matrix, step = matrix[::every], step * every
+        title += f" (every {step}th {row_title} shown)"
     rows = np.arange(matrix.shape[0])
     limit = clip_limits(np.abs(matrix), 99.5)[1] or 1.0
     fig = _figure(title + "<br><sup>colours clipped to the 99.5th percentile of |value|</sup>",
