@@ -80,8 +80,10 @@ def loaded_model(key: ModelKey, progress: Callable[[str], None] | None = None) -
         return models[key]
 
 
-#: Most positions a position-position figure or a projection shows; wider ranges take a stride.
+#: Most positions a position-position figure or a projection computes; wider ranges take a stride.
 MAX_SHOWN = 2048
+#: The same for per-head biases, which hold one matrix per head.
+MAX_SHOWN_BIAS = 512
 #: Rotary frequencies are shown in this many bands, fastest first.
 ROTARY_BANDS = 4
 
@@ -104,10 +106,10 @@ def position_matrix(key: ModelKey, component: int, metric: str, first: int, last
 
     Vector schemes: the similarity of the position vectors (rotary: of the rotation features),
     float32 [n, n]. Bias schemes: the bias of every head, float32 [heads, n, n] (``metric``
-    unused). ``n ≤ MAX_SHOWN``.
+    unused). ``n ≤ MAX_SHOWN`` (``MAX_SHOWN_BIAS`` for biases).
     """
     encoding = position_encodings(key)[component]
-    positions, step = sample_positions(first, last, MAX_SHOWN)
+    positions, step = sample_positions(first, last, MAX_SHOWN_BIAS if encoding.kind == "bias" else MAX_SHOWN)
     if encoding.kind == "bias":
         return encoding.bias(positions), step
     return posviz.similarity(encoding.vectors(positions), metric), step

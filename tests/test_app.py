@@ -4,7 +4,7 @@ Each test opens ``app.py`` (which draws the shared sidebar and runs the page thr
 ``st.navigation``), switches to one page, moves its widgets and checks the numbers in the Plotly
 figures the page sends (``chart.proto.spec`` is the figure JSON) against posviz computed here.
 
-Two shims make AppTest behave like the browser (both test-only, see the fixtures below):
+Two shims make AppTest behave like the browser (both test-only, in tests/apptest_support.py):
 
 * AppTest builds a fresh ``PagesManager`` for every run and resets the process-wide
   ``PagesManager.uses_pages_directory`` to None; because ``pages/`` exists next to ``app.py`` it
@@ -18,100 +18,18 @@ Two shims make AppTest behave like the browser (both test-only, see the fixtures
 
 from __future__ import annotations
 
-import base64
-import json
-from pathlib import Path
-
 import numpy as np
 import pytest
-from streamlit.proto.WidgetStates_pb2 import WidgetState
-from streamlit.runtime.pages_manager import PagesManager
 from streamlit.testing.v1 import AppTest
-from streamlit.testing.v1 import app_test as app_test_module
-from streamlit.testing.v1.element_tree import Selectbox
 
 import posviz
+from apptest_support import apptest_like_browser  # noqa: F401  the autouse AppTest shims
+from apptest_support import TITLES, arr, assert_clean, figures, open_page
 from posviz.app_state import DEFAULT_TEXT, DEFAULT_TEXT_PAIR
 
-ROOT = Path(__file__).resolve().parents[1]
-APP = ROOT / "app.py"
-TIMEOUT = 180  # a cold UMAP (numba compilation) on 2 CPU cores
-
-TITLES = {
-    "model": "Model",
-    "similarity": "Position similarity",
-    "projection": "Projection of the position vectors",
-    "input": "Input representation",
-    "attention": "Attention",
-}
 DEFAULT_TOKENS = ["[CLS]", "the", "cat", "chased", "the", "dog", "[SEP]",
                   "the", "dog", "chased", "the", "cat", "[SEP]"]
 BAD_FOLDER = "./no/such/folder"
-
-
-# ---------------------------------------------------------------- AppTest shims
-
-
-class _NavigationPagesManager(PagesManager):
-    """A PagesManager that keeps the app in st.navigation mode, as a running server does."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        PagesManager.uses_pages_directory = False
-
-
-def _selectbox_state(self: Selectbox) -> WidgetState:
-    ws = WidgetState()
-    ws.id = self.id
-    value = self.value
-    if value is None or not self.options:
-        return ws
-    text = str(self.format_func(value))
-    ws.string_value = self.options[self.options.index(text)] if text in self.options else text
-    return ws
-
-
-@pytest.fixture(autouse=True)
-def _apptest_like_browser(monkeypatch):
-    monkeypatch.setattr(PagesManager, "uses_pages_directory", PagesManager.uses_pages_directory)  # restored after
-    monkeypatch.setattr(app_test_module, "PagesManager", _NavigationPagesManager)
-    monkeypatch.setattr(Selectbox, "_widget_state", property(_selectbox_state))
-
-
-# ---------------------------------------------------------------- helpers
-
-
-def open_page(page: str, query_params: dict | None = None, **state) -> AppTest:
-    """Run app.py, switch to ``pages/<page>.py`` and run it; ``state`` presets widget values."""
-    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
-    if query_params:
-        at.query_params.update(query_params)
-    at.run()
-    for key, value in state.items():
-        at.session_state[key] = value
-    if page != "model" or state:
-        at.switch_page(f"pages/{page}.py").run()
-    return at
-
-
-def assert_clean(at: AppTest, page: str) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.main.error, [e.value for e in at.main.error]
-    assert [t.value for t in at.title] == [TITLES[page]]
-
-
-def figures(at: AppTest) -> list[dict]:
-    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
-
-
-def arr(value) -> np.ndarray:
-    """A plotly data array: a list, or a base64 typed array {"dtype", "bdata", "shape"}."""
-    if isinstance(value, dict) and "bdata" in value:
-        out = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
-        if "shape" in value:
-            out = out.reshape([int(s) for s in str(value["shape"]).split(",")])
-        return out
-    return np.asarray(value)
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,8 @@
 """End-to-end: start the Streamlit app and drive every page with a real Chromium.
 
 The app runs as a subprocess (``python -m streamlit run app.py``) on a free port, on the bundled
-model and offline (``HF_HUB_OFFLINE=1``). Each page must draw at least one Plotly chart and show
+model and offline (``HF_HUB_OFFLINE=1``); one visit opens a tiny rotary model (a Llama saved to a
+temporary folder) through ``?model=<folder>``. Each page must draw at least one Plotly chart and show
 no Streamlit exception or error box; a full-page screenshot of each is saved under
 ``artifacts/screenshots/`` for a person to look at.
 
@@ -19,6 +20,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -224,3 +226,26 @@ def test_query_params_restore_widgets(app_url, page):
     assert widget_value(page, "Layer") == "3"
     assert widget_value(page, "Head") == "5"
     assert widget_value(page, "Sentence (segment A)") == "Hello world"
+
+
+def test_similarity_rotary_model(app_url, page, tiny_path):
+    """The similarity page of a rotary model: the kernel K(m, n), its three charts and the formula."""
+    folder = str(tiny_path("llama"))
+    url = f"{app_url}/similarity?model={urllib.parse.quote(folder, safe='')}"
+    open_page(page, url, "similarity-rotary")
+    charts = page.locator('[data-testid="stPlotlyChart"]')
+    try:  # heatmap, row profile, kernel by offset
+        page.wait_for_function(f"document.querySelectorAll('{CHART}').length >= 3")
+    except Exception as exc:
+        shot = full_screenshot(page, "failed-similarity-rotary")
+        raise AssertionError(f"{url}: {charts.count()} charts, not 3; see {shot}\n{_log_tail()}") from exc
+    assert_no_errors(page, url, "similarity-rotary")
+    assert page.locator('[data-testid="stMain"] h1').first.inner_text().strip() == "Position similarity"
+    assert page.get_by_text(folder).first.is_visible()  # the sidebar says which model is shown
+    assert page.get_by_text("K(m, n)").first.is_visible()
+    katex = page.locator('[data-testid="stMain"] .katex')
+    assert katex.count() >= 1 and katex.first.is_visible(), "no KaTeX formula"
+    tex = page.locator('[data-testid="stMain"] .katex annotation[encoding="application/x-tex"]').first.text_content()
+    assert "K(m, n)" in tex and r"\theta_i" in tex, tex
+    page.wait_for_timeout(500)
+    full_screenshot(page, "similarity-rotary")
