@@ -1,0 +1,114 @@
+"""AppTest shims and helpers shared by tests/test_app.py and tests/test_app_schemes.py.
+
+Two shims make ``streamlit.testing.v1.AppTest`` behave like the browser (test-only); a test
+module gets them by importing the autouse fixture ``apptest_like_browser``:
+
+* AppTest builds a fresh ``PagesManager`` for every run and resets the process-wide
+  ``PagesManager.uses_pages_directory`` to None; because ``pages/`` exists next to ``app.py`` it
+  then becomes True, so after ``switch_page`` Streamlit runs ``pages/<page>.py`` *directly* (legacy
+  multipage mode), without ``app.py`` and without the sidebar. In a real server ``st.navigation``
+  sets the flag to False once for the whole process; the shim keeps it False.
+* AppTest's ``Selectbox`` can only send one of its preset options (``options.index(value)``), so a
+  value typed into an ``accept_new_options`` selectbox cannot be sent. The shim sends the typed
+  text as ``string_value``, as the frontend does.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.proto.WidgetStates_pb2 import WidgetState
+from streamlit.runtime.pages_manager import PagesManager
+from streamlit.testing.v1 import AppTest
+from streamlit.testing.v1 import app_test as app_test_module
+from streamlit.testing.v1.element_tree import Selectbox
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = ROOT / "app.py"
+TIMEOUT = 180  # a cold UMAP (numba compilation) on 2 CPU cores
+
+TITLES = {
+    "model": "Model",
+    "similarity": "Position similarity",
+    "projection": "Projection of the position vectors",
+    "input": "Input representation",
+    "attention": "Attention",
+}
+
+
+# ---------------------------------------------------------------- AppTest shims
+
+
+class _NavigationPagesManager(PagesManager):
+    """A PagesManager that keeps the app in st.navigation mode, as a running server does."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        PagesManager.uses_pages_directory = False
+
+
+def _selectbox_state(self: Selectbox) -> WidgetState:
+    ws = WidgetState()
+    ws.id = self.id
+    value = self.value
+    if value is None or not self.options:
+        return ws
+    text = str(self.format_func(value))
+    ws.string_value = self.options[self.options.index(text)] if text in self.options else text
+    return ws
+
+
+@pytest.fixture(autouse=True)
+def apptest_like_browser(monkeypatch):
+    """Autouse in every module that imports it: the two shims above, undone after each test."""
+    monkeypatch.setattr(PagesManager, "uses_pages_directory", PagesManager.uses_pages_directory)  # restored after
+    monkeypatch.setattr(app_test_module, "PagesManager", _NavigationPagesManager)
+    monkeypatch.setattr(Selectbox, "_widget_state", property(_selectbox_state))
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def open_page(page: str, query_params: dict | None = None, **state) -> AppTest:
+    """Run app.py, switch to ``pages/<page>.py`` and run it; ``state`` presets widget values."""
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    if query_params:
+        at.query_params.update(query_params)
+    at.run()
+    for key, value in state.items():
+        at.session_state[key] = value
+    if page != "model" or state:
+        at.switch_page(f"pages/{page}.py").run()
+    return at
+
+
+def assert_clean(at: AppTest, page: str) -> None:
+    """No exception, no error box in the main area, and the page's title."""
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.main.error, [e.value for e in at.main.error]
+    assert [t.value for t in at.title] == [TITLES[page]]
+
+
+def figures(at: AppTest) -> list[dict]:
+    """The Plotly figures the page sent, as dicts (``chart.proto.spec`` is the figure JSON)."""
+    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+
+
+def arr(value) -> np.ndarray:
+    """A plotly data array: a list (null -> NaN), or a base64 typed array {"dtype", "bdata", "shape"}."""
+    if isinstance(value, dict) and "bdata" in value:
+        out = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
+        if "shape" in value:
+            out = out.reshape([int(s) for s in str(value["shape"]).split(",")])
+        return out
+    out = np.asarray(value)
+    if out.dtype == object:  # JSON null (NaN) among numbers
+        try:
+            return np.array(value, dtype=float)
+        except (TypeError, ValueError):
+            pass
+    return out
