@@ -57,8 +57,8 @@ num_layers, num_heads = stack_patterns.shape[:2]
 for name, top in (("layer", num_layers - 1), ("head", num_heads - 1)):
     if st.session_state.get(name, 0) > top:  # the previous stack or model had more
         st.session_state[name] = top
-layer = c1.slider("Layer", 0, num_layers - 1, 0, key="layer", bind="query-params")
-head = c2.slider("Head", 0, num_heads - 1, 0, key="head", bind="query-params")
+layer = app_state.index_slider(c1, "Layer", num_layers, "layer")
+head = app_state.index_slider(c2, "Head", num_heads, "head")
 hide = c3.toggle("Hide special tokens", key="hide_special", bind="query-params",
                  help="Drop [CLS], [SEP], BOS/EOS … and renormalise each row to sum to 1.")
 
@@ -78,12 +78,13 @@ if encoder_decoder:
     rows_title, cols_title = f"query ({rows_side})", f"key ({cols_side})"
     suffix = f" · {STACKS[stack]}"
     grid_axes = f"rows = {rows_side} queries, columns = {cols_side} keys"
+top = float(patterns.max())  # one colour scale for the head, the mean and the grid
 left, right = st.columns(2)
 with left:
     app_state.show(figures.token_heatmap(patterns[head], row_tokens, f"Layer {layer}, head {head}{suffix}", "weight",
-                                         rows_title, cols_title, zmin=0, col_tokens=col_tokens))
+                                         rows_title, cols_title, zmin=0, zmax=top, col_tokens=col_tokens))
 with right:
     app_state.show(figures.token_heatmap(patterns.mean(axis=0), row_tokens,
                                          f"Layer {layer}, mean over heads{suffix}", "weight",
-                                         rows_title, cols_title, zmin=0, col_tokens=col_tokens))
-app_state.show(figures.heads_grid(patterns, f"Layer {layer}{suffix}: every head ({grid_axes})"))
+                                         rows_title, cols_title, zmin=0, zmax=top, col_tokens=col_tokens))
+app_state.show(figures.heads_grid(patterns, f"Layer {layer}{suffix}: every head ({grid_axes})", zmax=top))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import torch
 
@@ -133,7 +135,9 @@ def block_mean(matrix: np.ndarray, max_size: int) -> tuple[np.ndarray, int]:
     pad = [(0, 0)] * (matrix.ndim - 2) + [(0, -n % f), (0, -m % f)]
     padded = np.pad(matrix.astype(np.float32), pad, constant_values=np.nan)
     shape = padded.shape[:-2] + (padded.shape[-2] // f, f, padded.shape[-1] // f, f)
-    return np.nanmean(padded.reshape(shape), axis=(-3, -1)), f
+    with warnings.catch_warnings():  # a block that is all NaN (masked) stays NaN
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmean(padded.reshape(shape), axis=(-3, -1)), f
 
 
 def sample_positions(first: int, last: int, max_points: int) -> tuple[np.ndarray, int]:

@@ -299,6 +299,15 @@ def sentence_inputs(lm: posviz.LoadedModel) -> tuple[str, str | None]:
     return text, (text_pair or None)
 
 
+def index_slider(column, label: str, count: int, key: str) -> int:
+    """A 0-based index slider bound to the URL; with a single choice (a one-layer or one-head
+    model) no slider, just the fact."""
+    if count == 1:
+        column.markdown(f"**{label}** 0 (the only one)")
+        return 0
+    return column.slider(label, 0, count - 1, 0, key=key, bind="query-params")
+
+
 def truncation_notice(truncated: int, lm: posviz.LoadedModel) -> None:
     """Say how many tokens were dropped, when any were."""
     if truncated:

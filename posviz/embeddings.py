@@ -45,7 +45,10 @@ class InputEmbeddings:
 
 
 def _numpy(t: torch.Tensor | None) -> np.ndarray | None:
-    return None if t is None else t[0].detach().to(torch.float32).cpu().numpy()
+    """[1, n, d] (or [n, d]: Marian's and Pegasus' position modules have no batch axis) -> [n, d]."""
+    if t is None:
+        return None
+    return (t[0] if t.dim() == 3 else t).detach().to(torch.float32).cpu().numpy()
 
 
 def input_embeddings(lm: LoadedModel, text: str, text_pair: str | None = None) -> InputEmbeddings:

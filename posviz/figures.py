@@ -249,15 +249,15 @@ def small_multiples(matrices: np.ndarray, titles: list[str], title: str, zmin: f
     return fig
 
 
-def heads_grid(patterns: np.ndarray, title: str) -> go.Figure:
-    """All attention heads of one layer, [heads, queries, keys], as small multiples from 0."""
-    return small_multiples(patterns, [f"head {h}" for h in range(patterns.shape[0])], title, zmin=0,
+def heads_grid(patterns: np.ndarray, title: str, zmax: float | None = None) -> go.Figure:
+    """All attention heads of one layer, [heads, queries, keys], as small multiples from 0 to ``zmax``."""
+    return small_multiples(patterns, [f"head {h}" for h in range(patterns.shape[0])], title, zmin=0, zmax=zmax,
                            names=("query", "key"))
 
 
 def token_heatmap(matrix: np.ndarray, tokens: list[str], title: str, colorbar: str,
                   row_title: str = "token", col_title: str = "token", zmin: float | None = None,
-                  col_tokens: list[str] | None = None) -> go.Figure:
+                  col_tokens: list[str] | None = None, zmax: float | None = None) -> go.Figure:
     """A token-token matrix with token labels: an attention pattern (query rows, key columns) or
     the similarity of input representations.
 
@@ -268,8 +268,8 @@ def token_heatmap(matrix: np.ndarray, tokens: list[str], title: str, colorbar: s
     tokens : list of str
         Labels of the rows, and of the columns unless ``col_tokens`` is given; beyond 128
         tokens on either axis the axes show indices only.
-    zmin : float, optional
-        Bottom of the colour scale (0 for attention weights).
+    zmin, zmax : float, optional
+        Colour range (0 to the layer's largest weight for attention, shared with the heads grid).
     col_tokens : list of str, optional
         Labels of the columns when they are other tokens than the rows (cross attention:
         target queries against source keys).
@@ -280,7 +280,7 @@ def token_heatmap(matrix: np.ndarray, tokens: list[str], title: str, colorbar: s
     labelled = len(tokens) <= 128 and len(cols) <= 128
     fig = _figure(title, height=max(420, min(900, 20 * len(tokens) + 200)))
     fig.add_trace(go.Heatmap(
-        z=_f32(matrix), x=cols_idx, y=rows_idx, zmin=zmin, colorscale=SEQUENTIAL, colorbar=dict(title=colorbar),
+        z=_f32(matrix), x=cols_idx, y=rows_idx, zmin=zmin, zmax=zmax, colorscale=SEQUENTIAL, colorbar=dict(title=colorbar),
         customdata=np.array([[(a, b) for b in cols] for a in tokens], dtype=object) if labelled else None,
         hovertemplate=(f"{row_title} %{{y}} %{{customdata[0]}} · {col_title} %{{x}} %{{customdata[1]}}" if labelled
                        else f"{row_title} %{{y}} · {col_title} %{{x}}") + "<br>%{z:.4f}<extra></extra>",

@@ -31,19 +31,6 @@ FAMILIES = {"llama": "rotary", "gptj": "rotary", "bloom": "alibi", "t5": "relati
 ROTARY = ["llama", "gptj"]
 LONG = 131_072
 
-# Real app bugs found by this file (the page shows "This view failed ..."); strict, so the mark
-# must go once they are fixed.
-ONE_LAYER_BUG = pytest.mark.xfail(strict=True, reason=(
-    "app bug: pages/attention.py draws st.slider('Layer', 0, num_layers - 1) and fails with "
-    "StreamlitInvalidMinMaxError for a model with a single layer (tiny Marian, tiny GPT-J)"))
-MARIAN_INPUT_BUG = pytest.mark.xfail(strict=True, reason=(
-    "app bug: posviz.embeddings._numpy takes t[0] of every hooked output, but Marian's "
-    "embed_positions returns [seq, d] with no batch axis, so InputEmbeddings.position is one "
-    "vector [d]; pages/input.py then fails with AxisError in np.linalg.norm(axis=1)"))
-KNOWN_BUGS = {("marian", "attention"): ONE_LAYER_BUG, ("gptj", "attention"): ONE_LAYER_BUG,
-              ("marian", "input"): MARIAN_INPUT_BUG}
-
-
 @pytest.fixture(scope="module")
 def path_of(tiny_path):
     return lambda family: str(tiny_path(family))
@@ -100,7 +87,7 @@ def assert_same(actual: np.ndarray, expected: np.ndarray, **tol) -> None:
 
 
 @pytest.mark.parametrize("family, page", [
-    pytest.param(f, p, marks=KNOWN_BUGS.get((f, p), ())) for f in FAMILIES for p in TITLES])
+    (f, p) for f in FAMILIES for p in TITLES])
 def test_every_page_runs_clean(path_of, tiny_lm, family, page):
     at = open_scheme(path_of(family), page)
     lm = tiny_lm(family)

@@ -181,3 +181,29 @@ def test_tiny_pair_truncation(tiny_lm, reference):
     assert len(emb.tokens) == 64
     assert emb.truncated == full - 64
     assert emb.tokens.count("[SEP]") == 2
+
+
+@pytest.mark.parametrize("family", ["marian", "pegasus", "m2m_100"])
+def test_sinusoidal_encoders_input_sum_is_what_the_first_layer_receives(family, tiny_lm, reference):
+    """Marian and Pegasus scale the token vectors outside the module and return positions without
+    a batch axis; M2M100 scales inside and offsets its sinusoid by 2. The sum posviz reports must
+    be the hidden state entering the encoder's first layer."""
+    model, tok = reference(family)
+    lm = tiny_lm(family)
+    emb = posviz.input_embeddings(lm, SENTENCE)
+    seen = {}
+
+    def first_layer_input(_module, args, kwargs):
+        seen.setdefault("h", kwargs.get("hidden_states", args[0] if args else None))
+
+    handle = model.encoder.layers[0].register_forward_pre_hook(first_layer_input, with_kwargs=True)
+    try:
+        with torch.no_grad():
+            model.get_encoder()(**{k: v for k, v in tok(SENTENCE, return_tensors="pt").items()
+                                   if k in ("input_ids", "attention_mask")})
+    finally:
+        handle.remove()
+    n = len(emb.tokens)
+    assert emb.position.shape == emb.token.shape == (n, lm.config.d_model)
+    np.testing.assert_allclose(emb.sum, seen["h"][0].numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(emb.position, posviz.position_embeddings(lm).matrix[:n], atol=1e-6)
