@@ -38,7 +38,7 @@ parts = {"token": emb.token, "segment": emb.segment, "position": emb.position, "
 parts = {name: value for name, value in parts.items() if value is not None}
 app_state.show(figures.line_figure(
     {name: np.linalg.norm(value, axis=1) for name, value in parts.items()},
-    "Norm of each part, per token", "token", "L2 norm", x_labels=emb.tokens))
+    "Norm of each part, per token (log scale)", "token", "L2 norm", x_labels=emb.tokens, log_y=True))
 
 choice = st.radio("Vectors", list(parts), horizontal=True, key="part")
 app_state.show(figures.vector_heatmap(parts[choice], f"{choice} vectors (tokens × dimensions)", "token",

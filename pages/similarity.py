@@ -32,8 +32,8 @@ if encoding.kind == "vectors":
 else:
     metric, label = "dot", "bias"
     head = c1.selectbox("Head", ["all", *range(encoding.heads)], key="bias_head", bind="query-params")
-normalize = c2.toggle("Divide by the maximum", key="normalize", bind="query-params")
-clip = c2.toggle("Clip colours (1–99 %)", value=True, key="clip", bind="query-params",
+normalize = c2.toggle("÷ maximum", key="normalize", bind="query-params", help="Divide by the largest value.")
+clip = c2.toggle("Clip colours", value=True, key="clip", bind="query-params",
                  help="A few outliers (position 0 of BERT-style models) otherwise take the whole colour scale. "
                       "Hover shows the true values either way.")
 first, last = c3.slider(f"{axis.capitalize()}s (row numbers)", 0, n - 1, (0, min(n, app_state.MAX_SHOWN) - 1),
@@ -42,7 +42,7 @@ first, last = c3.slider(f"{axis.capitalize()}s (row numbers)", 0, n - 1, (0, min
 with st.spinner("Computing the position-position matrix …"):
     matrix, step = app_state.position_matrix(key, component, metric, first, last)
 stride = f", every {step}th position" if step > 1 else ""
-title = f"{label} between {axis}s {first + encoding.first_label}–{last + encoding.first_label}{stride}"
+title = f"{label}, {axis}s {first + encoding.first_label}–{last + encoding.first_label}{stride}"
 
 
 def scaled(values: np.ndarray) -> np.ndarray:
@@ -78,7 +78,7 @@ if matrix_2d is not None:
         relative = encoding.kind == "vectors"
         profile = posviz.row_profile(everything, row, normalize="max") if relative else everything[row]
         app_state.show(figures.row_profile_figure(
-            profile, q_label, f"{label}(q = {q_label}, j)" + (" ÷ max over j" if relative else ""),
+            profile, q_label, f"{label}, row q = {q_label}" + (" ÷ its max" if relative else ""),
             label + (" ÷ max" if relative else ""), x=at + encoding.first_label))
         if relative:
             st.caption(f"r(j) = G[q, j] / max_j G[q, j] with G = {label} over all {n} {axis}s"

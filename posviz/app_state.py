@@ -244,13 +244,21 @@ def sidebar() -> ModelKey:
                           st.session_state.revision.strip() or None, st.session_state.device)
         key = wanted
         steps = st.empty()
+        failed = st.session_state.setdefault("failed_models", {})
         try:
+            if wanted in failed:  # asked before in this session: no second wait for the same failure
+                raise posviz.ModelLoadError(failed[wanted])
             loaded_model(wanted, progress=lambda message: steps.info(message, icon=":material/downloading:"))
             steps.empty()
             st.session_state["last_good_model"] = wanted
         except posviz.ModelLoadError as exc:
-            steps.error(str(exc), icon=":material/warning:")
+            failed[wanted] = str(exc)
+            steps.error(str(exc) + " Pick another model above (or reload the page to try this one again); "
+                        "meanwhile the last model that loaded is shown.",
+                        icon=":material/warning:")
             key = st.session_state.get("last_good_model", ModelKey(None, None, "auto"))
+        if wanted.name is None and wanted.revision:
+            st.caption("The bundled model has no revisions: the revision is ignored.")
         lm = loaded_model(key)
         st.caption(f"Showing **{lm.name}** · {lm.family} · {lm.scheme_label} · {lm.device}")
     return key

@@ -17,8 +17,11 @@ from posviz.analysis import block_mean
 SEQUENTIAL = "Viridis"
 #: Diverging scale (centred on 0) for raw vector components.
 DIVERGING = "RdBu_r"
-#: Colour-blind-safe qualitative colours (Okabe & Ito) for position ranges and parts.
-QUALITATIVE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000"]
+#: Colour-blind-safe qualitative colours (Okabe & Ito) for position ranges and parts; the two
+#: blues are far apart so that five lines never show two alike.
+QUALITATIVE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#000000", "#F0E442"]
+#: Beyond this many tokens an axis shows indices, and hover the tokens.
+MAX_LABELS = 128
 
 _LAYOUT = dict(
     template="plotly_white",
@@ -100,11 +103,12 @@ def position_heatmap(matrix: np.ndarray, first: int, title: str, colorbar: str, 
 def row_profile_figure(profile: np.ndarray, q: int, title: str, ylabel: str, x: np.ndarray | None = None) -> go.Figure:
     """Line of "position q against all": ``profile[j]`` against position ``x[j]`` (default j), q marked."""
     fig = _figure(title, height=420)
-    fig.add_trace(go.Scatter(
-        x=np.arange(len(profile)) if x is None else x, y=_f32(profile), mode="lines", name=f"q = {q}",
-        hovertemplate="position %{x}<br>%{y:.4f}<extra></extra>",
-    ))
-    fig.add_vline(x=q, line_dash="dot", line_color="#D55E00", annotation_text=f"q = {q}", annotation_position="bottom right")
+    x = np.arange(len(profile)) if x is None else x
+    fig.add_trace(go.Scatter(x=x, y=_f32(profile), mode="lines", name=f"q = {q}",
+                             hovertemplate="position %{x}<br>%{y:.4f}<extra></extra>"))
+    right_half = q > (x[0] + x[-1]) / 2
+    fig.add_vline(x=q, line_dash="dot", line_color="#D55E00", annotation_text=f"q = {q}",
+                  annotation_position="bottom left" if right_half else "bottom right")
     fig.update_xaxes(title="position j")
     fig.update_yaxes(title=ylabel)
     return fig
@@ -130,7 +134,7 @@ def vector_heatmap(matrix: np.ndarray, title: str, row_title: str, row_labels=No
     rows = np.arange(matrix.shape[0])
     limit = clip_limits(np.abs(matrix), 99.5)[1] or 1.0
     fig = _figure(title + "<br><sup>colours clipped to the 99.5th percentile of |value|</sup>",
-                  height=max(360, min(720, 22 * len(rows) + 160)) if row_labels else 560)
+                  height=max(360, min(720, 22 * len(rows) + 160)))
     fig.add_trace(go.Heatmap(
         z=_f32(matrix), y=rows if row_labels else first + step * rows, colorscale=DIVERGING, zmid=0,
         zmin=-limit, zmax=limit, colorbar=dict(title="value"),
@@ -138,7 +142,7 @@ def vector_heatmap(matrix: np.ndarray, title: str, row_title: str, row_labels=No
     ))
     fig.update_xaxes(title="dimension")
     fig.update_yaxes(title=row_title, autorange="reversed")
-    if row_labels:
+    if row_labels and len(row_labels) <= MAX_LABELS:
         fig.update_yaxes(tickvals=rows, ticktext=list(row_labels))
     return fig
 
@@ -149,11 +153,12 @@ def line_figure(series: dict[str, np.ndarray], title: str, xlabel: str, ylabel: 
     fig = _figure(title, height=420)
     for name, values in series.items():
         fig.add_trace(go.Scatter(x=np.arange(len(values)) if x is None else x, y=_f32(values), name=name,
-                                 mode="lines+markers" if x_labels or markers else "lines"))
+                                 mode="lines+markers" if markers or (x_labels and len(x_labels) <= MAX_LABELS)
+                                 else "lines", text=list(x_labels) if x_labels else None))
     if log_y:
         fig.update_yaxes(type="log")
     fig.update_xaxes(title=xlabel)
-    if x_labels:
+    if x_labels and len(x_labels) <= MAX_LABELS:
         fig.update_xaxes(tickvals=np.arange(len(x_labels)), ticktext=list(x_labels), tickangle=-45)
     fig.update_yaxes(title=ylabel)
     return fig
@@ -185,7 +190,7 @@ def projection_figure(coords: np.ndarray, boundaries: list[int], path: bool, tit
     axes = dict(zip("xyz", coords.T))
     if path:
         fig.add_trace(scatter(**{k: _f32(v) for k, v in axes.items()}, mode="lines", name="path p → p+1",
-                              line=dict(color="rgba(120,120,120,0.45)", width=1), hoverinfo="skip"))
+                              line=dict(color="rgba(60,60,60,0.6)", width=2 if dims == 2 else 4), hoverinfo="skip"))
     for i, (lo, hi) in enumerate(zip(edges, edges[1:])):
         fig.add_trace(scatter(
             **{k: _f32(v[lo:hi]) for k, v in axes.items()}, mode="markers",

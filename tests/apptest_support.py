@@ -37,6 +37,7 @@ TITLES = {
     "projection": "Projection of the position vectors",
     "input": "Input representation",
     "attention": "Attention",
+    "compare": "Compare",
 }
 
 

@@ -113,7 +113,7 @@ def test_model_typed_into_sidebar(path_of, encodings_of):
 
     at.switch_page("pages/similarity.py").run()
     assert_clean(at, "similarity")
-    assert title(figures(at)[0]).startswith("K(m, n) between positions 0–127")
+    assert title(figures(at)[0]).startswith("K(m, n), positions 0–127")
 
 
 # ---------------------------------------------------------------- rotary (Llama, GPT-J)
@@ -130,7 +130,7 @@ def test_rotary_similarity_kernel_and_bands(path_of, encodings_of, family):
     heat, profile, kernel = figures(at)
 
     g = posviz.similarity(enc.vectors(np.arange(n)), "dot")
-    assert title(heat).startswith(f"K(m, n) between positions 0–{n - 1}<br>")
+    assert title(heat).startswith(f"K(m, n), positions 0–{n - 1}<br>")
     (h,) = heat["data"]
     assert h["type"] == "heatmap"
     np.testing.assert_allclose(arr(h["z"]), g, rtol=1e-5, atol=1e-5)
@@ -308,7 +308,7 @@ def test_marian_sinusoid_similarity(path_of, encodings_of, tiny_lm):
     at = open_scheme(path_of("marian"), "similarity")
     assert any(SCHEME_LABELS["sinusoidal"] in c.value for c in at.sidebar.caption)
     heat = figures(at)[0]
-    assert title(heat).startswith(f"P·Pᵀ between positions 0–{n - 1}")
+    assert title(heat).startswith(f"P·Pᵀ, positions 0–{n - 1}")
     expected = posviz.similarity(posviz.sinusoidal(n, d, "halves"), "dot")
     np.testing.assert_allclose(arr(heat["data"][0]["z"]), expected, atol=1e-4, rtol=1e-4)
     assert_explained(at, enc)

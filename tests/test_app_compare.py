@@ -1,0 +1,54 @@
+"""AppTest of the Compare page: the model beside the sinusoid of its width, or beside another model."""
+
+import numpy as np
+import pytest
+
+import posviz
+from apptest_support import apptest_like_browser, arr, assert_clean, figures, open_page  # noqa: F401
+
+
+def heatmap_z(fig: dict) -> np.ndarray:
+    return arr(fig["data"][0]["z"])
+
+
+def test_bundled_beside_the_sinusoid_of_its_width():
+    at = open_page("compare")
+    assert_clean(at, "compare")
+    mine, theirs, profiles = figures(at)
+    table = posviz.position_embeddings(posviz.load_model()).matrix
+    np.testing.assert_allclose(heatmap_z(mine), posviz.similarity(table, "cosine"), atol=1e-5)
+    np.testing.assert_allclose(heatmap_z(theirs), posviz.similarity(posviz.sinusoidal(512, 384), "cosine"), atol=1e-5)
+    # one colour scale for both
+    assert mine["data"][0]["zmin"] == theirs["data"][0]["zmin"] and mine["data"][0]["zmax"] == theirs["data"][0]["zmax"]
+    assert "sinusoid, width 384 (interleaved)" in theirs["layout"]["title"]["text"]
+    assert [t["name"] for t in profiles["data"]] == ["all-MiniLM-L6-v2 (bundled)", "sinusoid, width 384 (interleaved)"]
+
+
+def test_rotary_kernel_equals_the_halves_sinusoid_of_its_rotated_width(tiny_path):
+    """Default RoPE (base 10 000, no scaling): K(m, n) is the Gram matrix of the sinusoid of width rotary_dim."""
+    at = open_page("compare", query_params={"model": str(tiny_path("llama"))}, metric="dot", layout="halves")
+    assert_clean(at, "compare")
+    mine, theirs, _ = figures(at)
+    np.testing.assert_allclose(heatmap_z(mine), heatmap_z(theirs), atol=1e-3)
+
+
+def test_beside_another_model_and_a_bad_one(tiny_path):
+    gpt2 = str(tiny_path("gpt2"))
+    at = open_page("compare", against="model", other=gpt2)
+    assert_clean(at, "compare")
+    mine, theirs, _ = figures(at)
+    n = min(512, posviz.load_model(gpt2).max_tokens)
+    other = posviz.position_embeddings(posviz.load_model(gpt2)).matrix
+    np.testing.assert_allclose(heatmap_z(theirs), posviz.similarity(other[:n], "cosine"), atol=1e-5)
+    assert heatmap_z(mine).shape == (n, n)
+
+    at = open_page("compare", against="model", other="./no/such/folder")
+    assert not at.exception
+    assert any("./no/such/folder" in e.value for e in at.error)
+
+
+@pytest.mark.parametrize("family", ["bloom"])
+def test_bias_schemes_say_there_is_nothing_to_compare(family, tiny_path):
+    at = open_page("compare", query_params={"model": str(tiny_path(family))})
+    assert not at.exception and not figures(at)
+    assert any("bias" in i.value for i in at.info)
