@@ -19,7 +19,7 @@ import posviz
 from conftest import LONG_TEXT, PAIR, SENTENCE, _randomize_small_params, _t5, bundled_path, encode
 from posviz.app_state import DEFAULT_TEXT, DEFAULT_TEXT_PAIR
 from posviz.attention import without_tokens
-from test_app import _apptest_like_browser, arr, assert_clean, figures, open_page  # noqa: F401  (autouse shims)
+from apptest_support import apptest_like_browser, arr, assert_clean, figures, open_page  # noqa: F401  (autouse shims)
 
 ATOL = 1e-5
 TARGET = "Der schnelle braune Fuchs springt."
