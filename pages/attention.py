@@ -82,9 +82,12 @@ top = float(patterns.max())  # one colour scale for the head, the mean and the g
 left, right = st.columns(2)
 with left:
     app_state.show(figures.token_heatmap(patterns[head], row_tokens, f"Layer {layer}, head {head}{suffix}", "weight",
-                                         rows_title, cols_title, zmin=0, zmax=top, col_tokens=col_tokens))
+                                         rows_title, cols_title, zmin=0, zmax=top, col_tokens=col_tokens),
+                   arrays={"attention": patterns[head], "query_tokens": row_tokens, "key_tokens": col_tokens})
 with right:
     app_state.show(figures.token_heatmap(patterns.mean(axis=0), row_tokens,
                                          f"Layer {layer}, mean over heads{suffix}", "weight",
-                                         rows_title, cols_title, zmin=0, zmax=top, col_tokens=col_tokens))
-app_state.show(figures.heads_grid(patterns, f"Layer {layer}{suffix}: every head ({grid_axes})", zmax=top))
+                                         rows_title, cols_title, zmin=0, zmax=top, col_tokens=col_tokens),
+                   arrays={"attention": patterns.mean(axis=0), "query_tokens": row_tokens, "key_tokens": col_tokens})
+app_state.show(figures.heads_grid(patterns, f"Layer {layer}{suffix}: every head ({grid_axes})", zmax=top),
+               arrays={"attention": patterns, "query_tokens": row_tokens, "key_tokens": col_tokens})

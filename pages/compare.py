@@ -16,7 +16,7 @@ app_state.require_vectors(encoding, lm, "its positions are a bias per head, not 
 
 c1, c2, c3 = st.columns([2, 1, 2])
 against = c1.radio("Beside it", ["sinusoid", "model"], horizontal=True, key="against", bind="query-params",
-                   format_func={"sinusoid": "the sinusoid of the same width", "model": "another model"}.get)
+                   captions=["of the same width", "Hub id or local folder"])
 metric = c2.radio("Similarity", ["cosine", "dot"], horizontal=True, key="metric", bind="query-params",
                   help="Cosine by default: dot products of different models differ in scale by orders of magnitude.")
 width = app_state.reference_width(encoding)
@@ -59,7 +59,8 @@ left, right = st.columns(2)
 for column, matrix, name in ((left, mine, lm.name), (right, theirs, other_name)):
     with column:
         app_state.show(figures.position_heatmap(matrix, first, f"{name}<br>{label}, positions {first}–{last}{stride}",
-                                                label, step=step, limits=(zmin, zmax)))
+                                                label, step=step, limits=(zmin, zmax)),
+                       arrays={"similarity": matrix, "positions": first + step * np.arange(matrix.shape[-1])})
 st.caption("Both on one colour scale: the 1st to 99th percentile of the two matrices together.")
 if against == "sinusoid" and encoding.scheme == "rotary":
     st.caption(f"The rotary kernel K(m, n) = Σ_i cos((m − n)·θ_i) is the Gram matrix of the sinusoid of width "
@@ -71,4 +72,6 @@ row = min(int(round((q - first) / step)), mine.shape[0] - 1)
 at = first + step * np.arange(mine.shape[0])
 app_state.show(figures.line_figure(
     {lm.name: posviz.row_profile(mine, row), other_name: posviz.row_profile(theirs, row)},
-    f"{label}(q = {int(at[row])}, j) ÷ max over j", "position j", f"{label} ÷ max", x=at))
+    f"{label}(q = {int(at[row])}, j) ÷ max over j", "position j", f"{label} ÷ max", x=at),
+    arrays={"profiles": np.stack([posviz.row_profile(mine, row), posviz.row_profile(theirs, row)]),
+            "models": [lm.name, other_name], "positions": at})

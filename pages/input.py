@@ -38,18 +38,21 @@ parts = {"token": emb.token, "segment": emb.segment, "position": emb.position, "
 parts = {name: value for name, value in parts.items() if value is not None}
 app_state.show(figures.line_figure(
     {name: np.linalg.norm(value, axis=1) for name, value in parts.items()},
-    "Norm of each part, per token (log scale)", "token", "L2 norm", x_labels=emb.tokens, log_y=True))
+    "Norm of each part, per token (log scale)", "token", "L2 norm", x_labels=emb.tokens, log_y=True),
+    arrays={"norms": np.stack([np.linalg.norm(value, axis=1) for value in parts.values()]),
+            "parts": list(parts), "tokens": emb.tokens})
 
 choice = st.radio("Vectors", list(parts), horizontal=True, key="part")
 app_state.show(figures.vector_heatmap(parts[choice], f"{choice} vectors (tokens × dimensions)", "token",
-                                      row_labels=emb.tokens))
+                                      row_labels=emb.tokens), arrays={"vectors": parts[choice], "tokens": emb.tokens})
 
 st.subheader("Same word, other position")
 sums = posviz.similarity(emb.sum, "cosine")
 tokens_alike = posviz.similarity(emb.token, "cosine")
 left, right = st.columns([3, 2], gap="large")
 with left:
-    app_state.show(figures.token_heatmap(sums, emb.tokens, "Cosine similarity of the input sums", "cosine"))
+    app_state.show(figures.token_heatmap(sums, emb.tokens, "Cosine similarity of the input sums", "cosine"),
+                   arrays={"cosine": sums, "tokens": emb.tokens})
 with right:
     st.markdown("A word that occurs twice has the same token embedding both times, yet a different input sum, "
                 "because the position embedding added to it differs: that is all the model knows of word order.")

@@ -34,7 +34,7 @@ def signature(encoding) -> None:
     if encoding.scheme in ("learned_absolute", "sinusoidal"):
         norms = np.linalg.norm(encoding.matrix, axis=1)
         app_state.show(figures.line_figure({"‖position embedding‖": norms}, "Length of each position embedding",
-                                           "position p", "L2 norm"))
+                                           "position p", "L2 norm"), arrays={"norm": norms})
         if encoding.scheme == "learned_absolute":
             st.caption("BERT-style models were pre-trained on 128-token inputs for 90 % of the steps, then "
                        "on 512: look for a change near position 128.")
@@ -42,23 +42,24 @@ def signature(encoding) -> None:
         theta = encoding.frequencies
         app_state.show(figures.line_figure(
             {"θ_i": theta}, f"Rotation frequency of each dimension pair ({encoding.rotary_dim} rotated dims)",
-            "pair i", "radians per position", markers=True, log_y=True))
+            "pair i", "radians per position", markers=True, log_y=True), arrays={"theta": theta})
         st.caption(f"Fastest pair turns {theta[0]:.3g} rad per position; the slowest {theta[-1]:.3g} "
                    f"(a full turn every {2 * np.pi / theta[-1]:,.0f} positions).")
     elif encoding.kind == "bias" and encoding.scheme == "alibi":
         app_state.show(figures.line_figure({"slope": encoding.slopes}, "ALiBi slope of each head", "head",
-                                           "slope", markers=True, log_y=True))
+                                           "slope", markers=True, log_y=True), arrays={"slope": encoding.slopes})
     elif encoding.kind == "bias":
         offsets = np.arange(-160, 161)
         values = encoding.by_offset(offsets)
         app_state.show(figures.line_figure(
             {f"head {h}": values[h] for h in range(values.shape[0])},
             f"Relative bias by offset ({encoding.component or 'self-attention'})", "key − query offset", "bias",
-            x=offsets))
+            x=offsets), arrays={"bias": values, "offsets": offsets})
     elif encoding.scheme == "relative_embeddings":
         norms = np.linalg.norm(encoding.vectors(np.arange(encoding.num_positions)).cpu().numpy(), axis=1)
         app_state.show(figures.line_figure({"‖relative embedding‖": norms}, "Length of each relative embedding",
-                                           "relative position bucket", "L2 norm", x=encoding.first_label + np.arange(len(norms))))
+                                           "relative position bucket", "L2 norm", x=encoding.first_label + np.arange(len(norms))),
+                       arrays={"norm": norms, "buckets": encoding.first_label + np.arange(len(norms))})
 
 
 for encoding in encodings:

@@ -38,7 +38,8 @@ what = {"rotary": "rotation features [cos pθ, sin pθ]", "relative_embeddings":
 stride = f", every {positions[1] - positions[0]}th" if len(positions) > 1 and positions[1] - positions[0] > 1 else ""
 app_state.show(figures.projection_figure(
     coords, boundaries, path, f"{method.upper()} of {len(positions)} {what}{stride} ({lm.name})",
-    axis_name="UMAP" if method == "umap" else "PC", positions=positions))
+    axis_name="UMAP" if method == "umap" else "PC", positions=positions),
+    arrays={"coords": coords, "positions": positions})
 st.caption("Each point is one position's vector; hover to see the position. "
            + ("UMAP (umap-learn, 15 neighbours, seed 0) keeps neighbourhoods, not distances."
               if method == "umap" else "PCA (scikit-learn): the directions of largest variance."))

@@ -54,7 +54,8 @@ left, right = st.columns([5, 4], gap="large")
 if encoding.kind == "bias" and head == "all":
     app_state.show(figures.small_multiples(
         scaled(matrix), [f"head {h}" for h in range(matrix.shape[0])], title + " (rows = queries, columns = keys)",
-        names=("query", "key")))
+        names=("query", "key")), arrays={"bias": scaled(matrix), "positions": first + encoding.first_label
+                                         + step * np.arange(matrix.shape[-1])})
     matrix_2d = None
 else:
     matrix_2d = matrix[head] if encoding.kind == "bias" else matrix
@@ -62,7 +63,9 @@ else:
         app_state.show(figures.position_heatmap(
             scaled(matrix_2d), first + encoding.first_label, title + (" (÷ max)" if normalize else ""),
             label + (" ÷ max" if normalize else ""), clip=clip, step=step, names=(
-                ("query", "key") if encoding.kind == "bias" else (axis, axis))))
+                ("query", "key") if encoding.kind == "bias" else (axis, axis))),
+            arrays={"bias" if encoding.kind == "bias" else "similarity": scaled(matrix_2d),
+                    "positions": first + encoding.first_label + step * np.arange(matrix_2d.shape[-1])})
 
 if matrix_2d is not None:
     with right:
@@ -79,7 +82,8 @@ if matrix_2d is not None:
         profile = posviz.row_profile(everything, row, normalize="max") if relative else everything[row]
         app_state.show(figures.row_profile_figure(
             profile, q_label, f"{label}, row q = {q_label}" + (" ÷ its max" if relative else ""),
-            label + (" ÷ max" if relative else ""), x=at + encoding.first_label))
+            label + (" ÷ max" if relative else ""), x=at + encoding.first_label),
+            arrays={"profile": profile, "positions": at + encoding.first_label})
         if relative:
             st.caption(f"r(j) = G[q, j] / max_j G[q, j] with G = {label} over all {n} {axis}s"
                        + (f" (every {full_step}th)." if full_step > 1 else "."))
@@ -103,6 +107,7 @@ elif encoding.kind == "vectors":
     rows, _ = sample_positions(first, last, app_state.MAX_SHOWN)
     app_state.show(figures.vector_heatmap(
         encoding.vectors(rows).cpu().numpy(), f"{axis.capitalize()} vectors {first}–{last}{stride} × dimensions",
-        axis, first=first + encoding.first_label, step=step))
+        axis, first=first + encoding.first_label, step=step),
+        arrays={"vectors": encoding.vectors(rows).cpu().numpy(), "positions": rows + encoding.first_label})
     st.caption(f"From `{encoding.source}`" + (f", rows {encoding.offset}… of the stored table (offset "
                                               f"{encoding.offset})." if getattr(encoding, "offset", 0) else "."))

@@ -19,6 +19,7 @@ import torch
 from streamlit.runtime.pages_manager import PagesManager
 
 import posviz
+from posviz import figures
 from posviz.analysis import sample_positions
 from posviz.loading import BUNDLED_NAME
 
@@ -40,6 +41,20 @@ DEFAULT_TEXT = "The cat chased the dog"
 DEFAULT_TEXT_PAIR = "The dog chased the cat"
 #: Widget keys shared by several pages, kept when the user moves between pages.
 SHARED_KEYS = ("text", "text_pair")
+
+
+#: Larger text for a projector (Streamlit's theme font size is fixed per server, not per session).
+PRESENTATION_CSS = """<style>
+.stMainBlockContainer { font-size: 1.3rem; }
+.stMainBlockContainer h1 { font-size: 3.2rem; }
+.stMainBlockContainer [data-testid="stCaptionContainer"] { font-size: 1.1rem; color: #222; }
+.stMainBlockContainer [data-testid="stWidgetLabel"] p { font-size: 1.15rem; }
+</style>"""
+
+
+def presenting() -> bool:
+    """Whether the sidebar's presentation mode is on."""
+    return bool(st.session_state.get("present"))
 
 
 class ModelKey(NamedTuple):
@@ -239,6 +254,9 @@ def sidebar() -> ModelKey:
                       help="Branch, tag or commit of a Hub model.")
         st.selectbox("Device", _devices(), key="device", bind="query-params",
                      help="auto: cuda, then mps, then cpu.")
+        if st.toggle("Presentation mode", key="present", bind="query-params",
+                     help="Large fonts and thick lines for a projector."):
+            st.html(PRESENTATION_CSS)
         choice = st.session_state.model
         wanted = ModelKey(None if choice in (None, BUNDLED_NAME) else choice,
                           st.session_state.revision.strip() or None, st.session_state.device)
@@ -285,10 +303,63 @@ def page_failed(exc: Exception) -> None:
              "The full error is in the server log.", icon=":material/error:")
 
 
-def show(fig) -> None:
-    """Draw a plotly figure at full width with its own colours, and its toolbar for PNG export."""
-    st.plotly_chart(fig, theme=None, config={"displaylogo": False,
-                                             "toImageButtonOptions": {"format": "png", "scale": 2}})
+def show(fig, arrays: dict[str, np.ndarray] | None = None) -> None:
+    """Draw a plotly figure at full width with its own colours, and under it a row of small
+    download buttons.
+
+    The chart's toolbar (camera) saves a PNG at twice the shown size, rendered by the browser.
+    The buttons: "SVG" (rendered on the server by kaleido in a headless Chromium, a few seconds),
+    "HTML (offline)" (the interactive chart with plotly.js inside, about 5 MB) and, with
+    ``arrays``, "CSV" (the first array, where it is 1-D or 2-D) and "NPZ" (every array by name).
+    Nothing is built until a button is clicked: each button holds a function, not the file.
+
+    Parameters
+    ----------
+    fig : plotly.graph_objects.Figure
+    arrays : dict of str to np.ndarray, optional
+        The numbers the figure shows (the matrix first), and their labels (positions, tokens).
+    """
+    from posviz import export
+
+    if presenting():
+        figures.for_presentation(fig)
+    stem = export.slug(fig)
+    st.plotly_chart(fig, theme=None, config=export.plotly_config(stem))
+    _download_row(fig, stem, arrays or {})
+
+
+def _download_row(fig, stem: str, arrays: dict[str, np.ndarray]) -> None:
+    """The download buttons of :func:`show`, in one row; keys from the file name, numbered where
+    two charts of a page share it."""
+    from streamlit.errors import StreamlitDuplicateElementKey
+
+    from posviz import export
+
+    browser = export.find_browser()
+    buttons = [("SVG", f"{stem}.svg", "image/svg+xml", lambda: export.figure_image(fig, "svg"),
+                None if browser else export.BROWSER_FIX),
+               ("HTML (offline)", f"{stem}.html", "text/html", lambda: export.figure_html(fig, stem), None)]
+    if arrays:
+        csv_name = export.csv_array(arrays)
+        if csv_name:
+            buttons.append(("CSV", f"{stem}-{csv_name}.csv", "text/csv",
+                            lambda: export.csv_text(arrays[csv_name]), None))
+        buttons.append(("NPZ", f"{stem}.npz", "application/octet-stream", lambda: export.npz_bytes(arrays), None))
+    helps = {"SVG": "Vector image for slides and papers (rendered on the server: a few seconds).",
+             "HTML (offline)": "The interactive chart as one file with plotly.js inside: opens without a network.",
+             "CSV": "The figure's matrix, one row per line.", "NPZ": "Every array of the figure, for numpy.load."}
+    row = st.container(horizontal=True, gap="small")
+    for number in range(1, 100):
+        prefix = f"download-{stem}" + (f"-{number}" if number > 1 else "")
+        try:
+            for i, (label, name, mime, data, missing) in enumerate(buttons):
+                row.download_button(label, data, file_name=name, mime=mime, key=f"{prefix}-{label.split()[0].lower()}",
+                                    on_click="ignore", type="tertiary", icon=":material/download:",
+                                    disabled=missing is not None, help=missing or helps[label])
+            return
+        except StreamlitDuplicateElementKey:
+            if i:  # the first button of the row took its key: another key cannot clash
+                raise
 
 
 def sentence_inputs(lm: posviz.LoadedModel) -> tuple[str, str | None]:

@@ -87,7 +87,7 @@ def position_heatmap(matrix: np.ndarray, first: int, title: str, colorbar: str, 
     matrix, block = block_mean(matrix, max_cells)
     axis = first + step * block * np.arange(matrix.shape[0])
     notes = ([f"means of {block}×{block} blocks"] if block > 1 else []) + (
-        ["colours clipped to the 1st–99th percentile; hover shows true values"] if clip and not limits else [])
+        ["colours clipped to the 1st–99th percentile"] if clip and not limits else [])
     fig = _figure(title + (f"<br><sup>{'; '.join(notes)}</sup>" if notes else ""), height=640)
     fig.add_trace(go.Heatmap(
         z=_f32(matrix), x=axis, y=axis, zmin=zmin, zmax=zmax, colorscale=SEQUENTIAL,
@@ -293,4 +293,168 @@ def token_heatmap(matrix: np.ndarray, tokens: list[str], title: str, colorbar: s
     fig.update_xaxes(title=col_title, tickangle=-60, **(dict(tickvals=cols_idx, ticktext=cols) if labelled else {}))
     fig.update_yaxes(title=row_title, **(dict(tickvals=rows_idx, ticktext=list(tokens)) if labelled else {}))
     _square(fig)
+    return fig
+
+
+def for_presentation(fig: go.Figure) -> go.Figure:
+    """The same figure for a projector: larger text, thicker lines and markers, black text on white.
+
+    Colour scales stay the colour-blind-safe ones of this module (Viridis, RdBu, Okabe & Ito).
+    """
+    fig.update_layout(font=dict(size=22, color="black"), title_font_size=26, legend_font_size=20)
+    fig.update_traces(line_width=4, selector=dict(type="scatter"))
+    fig.update_traces(marker_size=10, selector=dict(type="scatter", mode="markers"))
+    fig.update_annotations(font_size=20)
+    if fig.layout.height:
+        fig.update_layout(height=int(fig.layout.height * 1.25))
+    return fig
+
+
+
+def offset_band_figure(panels: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]], title: str,
+                       xlabel: str, ylabel: str) -> go.Figure:
+    """Proximity against offset with its spread over start positions as a band, one panel per
+    named matrix side by side (each with its own y axis: scales of different widths differ).
+
+    Parameters
+    ----------
+    panels : dict of str to (offsets, mean, low, high)
+        As :func:`posviz.properties.proximity_by_offset` returns them: the line is ``mean``, the
+        shaded band runs from ``low`` to ``high``.
+    """
+    fig = make_subplots(rows=1, cols=len(panels), subplot_titles=list(panels), horizontal_spacing=0.08)
+    for i, (name, (offsets, mean, low, high)) in enumerate(panels.items()):
+        colour = QUALITATIVE[i % len(QUALITATIVE)]
+        x = np.asarray(offsets)
+        fig.add_trace(go.Scatter(x=x, y=_f32(low), mode="lines", line=dict(width=0, color=colour),
+                                 name=f"{name}: min over start positions", showlegend=False,
+                                 hovertemplate="k = %{x}<br>min %{y:.5g}<extra></extra>"), row=1, col=i + 1)
+        fig.add_trace(go.Scatter(x=x, y=_f32(high), mode="lines", line=dict(width=0, color=colour), fill="tonexty",
+                                 fillcolor="rgba(120,120,120,0.3)", name=f"{name}: min–max over start positions",
+                                 hovertemplate="k = %{x}<br>max %{y:.5g}<extra></extra>"), row=1, col=i + 1)
+        fig.add_trace(go.Scatter(x=x, y=_f32(mean), mode="lines", line=dict(color=colour, width=2),
+                                 name=f"{name}: mean", hovertemplate="k = %{x}<br>mean %{y:.5g}<extra></extra>"),
+                      row=1, col=i + 1)
+        fig.update_xaxes(title=xlabel, row=1, col=i + 1)
+        fig.update_yaxes(title=ylabel if i == 0 else None, row=1, col=i + 1)
+    fig.update_layout(title=title, height=440, **_LAYOUT, legend=dict(orientation="h", y=-0.25))
+    return fig
+
+
+def token_bars(series: dict[str, np.ndarray], labels: list[str], title: str, ylabel: str,
+               log_y: bool = True) -> go.Figure:
+    """Grouped bars, one group per token and one bar per named series (e.g. a per-token difference
+    with and without positions), on a log scale by default.
+
+    Parameters
+    ----------
+    series : dict of str to np.ndarray
+        Each [num_tokens], non-negative for a log scale.
+    labels : list of str
+        Token labels; beyond 128 tokens the axis shows indices (hover still names the token).
+    log_y : bool
+        Log y axis. An exact 0 has no bar there; the subtitle says so when one occurs.
+
+    Returns
+    -------
+    go.Figure
+    """
+    index = np.arange(len(labels))
+    zeros = log_y and any(np.any(np.asarray(v) == 0) for v in series.values())
+    fig = _figure(title + ("<br><sup>no bar: exactly 0</sup>" if zeros else ""), height=440)
+    for name, values in series.items():
+        values = np.asarray(values, dtype=np.float64)
+        shown = np.where(values == 0, np.nan, values) if log_y else values
+        fig.add_trace(go.Bar(x=index, y=_f32(shown), name=name, customdata=np.array(list(labels), dtype=object),
+                             hovertemplate=f"{name}<br>token %{{x}} %{{customdata}}<br>%{{y:.3g}}<extra></extra>"))
+    fig.update_layout(barmode="group", legend=dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right"))
+    if log_y:
+        fig.update_yaxes(type="log", exponentformat="power")
+    fig.update_xaxes(title="token")
+    if len(labels) <= MAX_LABELS:
+        fig.update_xaxes(tickvals=index, ticktext=list(labels), tickangle=-45)
+    fig.update_yaxes(title=ylabel)
+    return fig
+
+
+def vector_heatmaps(panels: dict[str, np.ndarray], title: str, row_labels: list[str]) -> go.Figure:
+    """Token vectors side by side (tokens × dimensions), one diverging colour scale centred on 0
+    for all panels, e.g. a sentence's vectors, its permutation's, and their difference.
+
+    Parameters
+    ----------
+    panels : dict of str to np.ndarray
+        Panel title -> [num_tokens, width], same number of rows.
+    row_labels : list of str
+        Token labels of the rows (indices beyond 128 tokens).
+
+    Returns
+    -------
+    go.Figure
+        Colours clipped to the 99.5th percentile of |value| over all panels (said in the subtitle).
+    """
+    limit = clip_limits(np.abs(np.concatenate([np.ravel(m) for m in panels.values()])), 99.5)[1] or 1.0
+    rows = np.arange(len(row_labels))
+    fig = make_subplots(rows=1, cols=len(panels), subplot_titles=list(panels), horizontal_spacing=0.03,
+                        shared_yaxes=True)
+    for i, (name, matrix) in enumerate(panels.items()):
+        fig.add_trace(go.Heatmap(
+            z=_f32(matrix), y=rows, coloraxis="coloraxis", customdata=np.array(
+                [[token] * matrix.shape[1] for token in row_labels], dtype=object),
+            hovertemplate=f"{name}<br>%{{customdata}} (token %{{y}}) · dimension %{{x}}<br>%{{z:.5g}}<extra></extra>",
+        ), row=1, col=i + 1)
+        fig.update_xaxes(title="dimension", row=1, col=i + 1)
+    fig.update_yaxes(autorange="reversed")
+    if len(row_labels) <= MAX_LABELS:
+        fig.update_yaxes(tickvals=rows, ticktext=list(row_labels), row=1, col=1)
+    fig.update_layout(title=title + "<br><sup>one colour scale, clipped to the 99.5th percentile of |value|</sup>",
+                      height=max(420, min(760, 22 * len(rows) + 220)), **dict(_LAYOUT, margin=dict(l=70, r=30, t=120, b=60)),
+                      coloraxis=dict(colorscale=DIVERGING, cmin=-limit, cmax=limit,
+                                     colorbar=dict(title="value")))
+    return fig
+
+
+def probe_predictions_figure(series: dict[str, np.ndarray], title: str, margin: float = 0.25) -> go.Figure:
+    """Predicted against true position for the absolute-position probe, one series per matrix.
+
+    Parameters
+    ----------
+    series : dict of str to np.ndarray
+        Name, with its score in a last parenthesis ("… (MAE 0.00)") -> float [n] held-out predictions, index p = true position p.
+    margin : float
+        The y axis shows ``-margin·n .. (1 + margin)·n``; predictions outside are off the chart
+        (their count is in the subtitle, and the axis can be zoomed out); hover shows true values.
+    """
+    n = max(len(v) for v in series.values())
+    low, high = -margin * n, (1 + margin) * n
+    outside = {name: int(((v < low) | (v > high)).sum()) for name, v in series.items()}
+    notes = [f"{name.rsplit(' (', 1)[0]}: {k} of {len(series[name])}" for name, k in outside.items() if k]
+    fig = _figure(title + ("<br><sup>off the chart: " + "; ".join(notes) + "</sup>" if notes else ""), height=520)
+    fig.add_trace(go.Scatter(x=[0, n - 1], y=[0, n - 1], mode="lines", name="exact (y = x)",
+                             line=dict(color="rgba(60,60,60,0.5)", dash="dot"), hoverinfo="skip"))
+    for i, (name, values) in reversed(list(enumerate(series.items()))):
+        fig.add_trace(go.Scatter(
+            x=np.arange(len(values)), y=_f32(values), mode="markers", name=name,
+            marker=dict(size=5, color=QUALITATIVE[i % len(QUALITATIVE)], opacity=0.7),
+            hovertemplate="position %{x}<br>predicted %{y:.1f}<extra>" + name.rsplit(" (", 1)[0] + "</extra>"))
+    fig.update_xaxes(title="true position")
+    fig.update_yaxes(title="predicted position (held out)", range=[low, high])
+    # legend below, first series drawn last (on top of the others) and listed first
+    fig.update_layout(legend=dict(itemsizing="constant", orientation="h", x=0, y=-0.16, yanchor="top",
+                                  traceorder="reversed"), margin=dict(_LAYOUT["margin"], b=110))
+    return fig
+
+
+def layer_probe_figure(mae: np.ndarray, title: str, baseline: float | None = None) -> go.Figure:
+    """MAE of the absolute-position probe per layer (0 = embedding output), with the MAE of
+    always guessing the middle position as a dashed line."""
+    fig = _figure(title, height=420)
+    layers = np.arange(len(mae))
+    fig.add_trace(go.Scatter(x=layers, y=_f32(mae), mode="lines+markers", name="probe",
+                             hovertemplate="layer %{x}<br>MAE %{y:.2f} positions<extra></extra>"))
+    if baseline is not None:
+        fig.add_hline(y=baseline, line_dash="dash", line_color="#D55E00",
+                      annotation_text=f"guessing the middle: {baseline:.1f}", annotation_position="top right")
+    fig.update_xaxes(title="layer (0 = embedding output)", tickvals=layers)
+    fig.update_yaxes(title="MAE (positions)", rangemode="tozero")
     return fig

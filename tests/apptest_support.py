@@ -38,6 +38,10 @@ TITLES = {
     "input": "Input representation",
     "attention": "Attention",
     "compare": "Compare",
+    "probes": "Probes",
+    "word_order": "Word order",
+    "properties": "Position properties",
+    "gallery": "Gallery",
 }
 
 

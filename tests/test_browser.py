@@ -47,6 +47,7 @@ PAGES = {
     "projection": ("/projection", "Projection of the position vectors"),
     "input": ("/input", "Input representation"),
     "attention": ("/attention", "Attention"),
+    "compare": ("/compare", "Compare"),
 }
 
 CHART = '[data-testid="stPlotlyChart"] .js-plotly-plot .main-svg'
@@ -249,3 +250,39 @@ def test_similarity_rotary_model(app_url, page, tiny_path):
     assert "K(m, n)" in tex and r"\theta_i" in tex, tex
     page.wait_for_timeout(500)
     full_screenshot(page, "similarity-rotary")
+
+
+def test_gallery_view_offline(app_url, browser):
+    """The gallery opens a view in one click, with every request to a host other than the app's
+    blocked: the view still renders, and the page asked no other host (no CDN, no font service)."""
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    app_host = app_url.split("/")[2]
+    outside = []
+
+    def only_the_app(route):
+        url = route.request.url
+        if url.split("/")[2] == app_host or url.startswith(("data:", "blob:")):
+            route.continue_()
+        else:
+            outside.append(url)
+            route.abort()
+
+    context.route("**/*", only_the_app)
+    page = context.new_page()
+    page.set_default_timeout(PAGE_TIMEOUT_MS)
+    page.js_errors = []
+    page.on("pageerror", lambda exc: page.js_errors.append(str(exc)))
+    try:
+        page.goto(f"{app_url}/gallery")
+        page.get_by_text("Sinusoid vs learned").click()
+        page.locator(CHART).first.wait_for(state="visible")
+        page.locator(IDLE).wait_for(state="attached")
+        page.wait_for_timeout(500)
+        assert "/compare" in page.url
+        assert page.locator('[data-testid="stPlotlyChart"]').count() >= 3
+        assert_no_errors(page, page.url, "gallery-compare")
+        full_screenshot(page, "gallery-compare")
+    finally:
+        context.close()
+    assert outside == [], f"requests to other hosts: {outside}"
+

@@ -1,0 +1,91 @@
+"""Command line of posviz: ``python -m posviz export --model ID --sentence TEXT --out DIR``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m posviz",
+                                     description="See how transformer models encode word order.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    export = commands.add_parser(
+        "export", help="write the standard figures and arrays of a model and a sentence, for slides",
+        description="Write the standard figures (position similarity, position q = 128 against all, PCA "
+                    "projection, input representation norms, attention of layer 0 head 0 and every head of "
+                    "layer 0) as offline HTML, PNG and SVG, and their arrays as NPZ and CSV.")
+    export.add_argument("--model", default=None, metavar="ID",
+                        help="Hugging Face Hub id or local folder (default: the bundled all-MiniLM-L6-v2)")
+    export.add_argument("--sentence", default=None, metavar="TEXT",
+                        help='the sentence for the input and attention figures (default: "The cat chased the dog")')
+    export.add_argument("--out", required=True, type=Path, metavar="DIR", help="folder to write into (created)")
+    export.add_argument("--revision", default=None, metavar="R", help="branch, tag or commit of a Hub model")
+    export.add_argument("--device", default="auto", metavar="D", help="auto (default), cpu, cuda, mps …")
+    export.add_argument("--no-images", action="store_true",
+                        help="HTML, NPZ and CSV only (PNG and SVG need Chrome or Chromium)")
+    return parser
+
+
+def _fail(message: str) -> int:
+    print(f"posviz: error: {' '.join(str(message).split())}", file=sys.stderr)
+    return 2
+
+
+def export_command(args: argparse.Namespace) -> int:
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    from tqdm import tqdm
+
+    import posviz
+    from posviz import export
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # one progress bar: ours
+    hf_logging.set_verbosity_error()
+    start = time.perf_counter()
+    sentence = export.DEFAULT_SENTENCE if args.sentence is None else args.sentence
+    if not sentence.strip():
+        return _fail("--sentence is empty; give a sentence for the input and attention figures.")
+    if not args.no_images:
+        try:
+            export.require_browser()
+        except export.ExportError as exc:
+            return _fail(f"{exc} Or pass --no-images for HTML, NPZ and CSV only.")
+    try:
+        lm = posviz.load_model(args.model, revision=args.revision, device=args.device)
+    except posviz.ModelLoadError as exc:
+        return _fail(str(exc))
+    except RuntimeError as exc:  # an unusable --device
+        return _fail(f"Cannot use device {args.device!r} ({exc}).")
+    bar = tqdm(desc=f"Exporting {lm.name}", unit="file", file=sys.stderr, dynamic_ncols=True)
+
+    def progress(path: Path, done: int, total: int) -> None:
+        bar.total = total
+        bar.set_postfix_str(path.name, refresh=False)
+        bar.update(done - bar.n)
+
+    try:
+        files = export.export_standard_set(lm, sentence, args.out, progress=progress, images=not args.no_images)
+    except (export.ExportError, ValueError, OSError) as exc:
+        bar.close()
+        return _fail(str(exc))
+    bar.close()
+    print(f"Wrote {len(files)} files to {args.out} in {time.perf_counter() - start:.1f} s "
+          f"({lm.name}, {lm.device}).", file=sys.stderr)
+    for path in files:
+        print(path)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "export":
+        return export_command(args)
+    return 2  # argparse requires a command
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,330 @@
+"""Export: ``python -m posviz export`` writes files that open, and every chart offers its downloads.
+
+The command runs once per module, as a subprocess on the bundled model: every HTML file parses and
+carries plotly.js inside (no CDN), every PNG decodes, every SVG is XML, every NPZ loads with the
+right shapes and values, every CSV gives its matrix back. PNG and SVG need Chrome or Chromium
+(kaleido 1.x); without one those checks are skipped, except under CI (``CI=true``), where they fail.
+
+On the app side, AppTest keeps the download buttons' files as functions (built on click); a
+MediaFileManager that remembers itself lets the tests click them, as the browser does.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+from streamlit.runtime.media_file_manager import MediaFileManager
+from streamlit.testing.v1 import app_test as app_test_module
+
+import posviz
+from apptest_support import ROOT, apptest_like_browser  # noqa: F401  the autouse AppTest shims
+from apptest_support import arr, assert_clean, figures, open_page
+from posviz import export
+
+SENTENCE = "The cat chased the dog"
+TOKENS = ["[CLS]", "the", "cat", "chased", "the", "dog", "[SEP]"]
+FIGURES = ["position-similarity", "profile-q128", "projection-pca", "input-norms", "attention-layer0-head0",
+           "attention-layer0-heads"]
+BROWSER = export.find_browser()
+
+
+def needs_browser() -> None:
+    if BROWSER is None:
+        reason = "no Chrome or Chromium for kaleido (apt-get install chromium, or set BROWSER_PATH)"
+        if os.environ.get("CI"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+
+
+def run_cli(*args: str, env: dict | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "posviz", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, **(env or {})})
+
+
+@pytest.fixture(scope="module")
+def lm():
+    return posviz.load_model()
+
+
+@pytest.fixture(scope="module")
+def views(lm) -> dict[str, export.Export]:
+    return {view.stem: view for view in export.standard_set(lm, SENTENCE)}
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    out = tmp_path_factory.mktemp("export")
+    result = run_cli("export", "--sentence", SENTENCE, "--out", str(out), *([] if BROWSER else ["--no-images"]))
+    assert result.returncode == 0, result.stderr[-3000:]
+    return out, result
+
+
+# ---------------------------------------------------------------- the command
+
+
+def test_cli_writes_the_standard_set(exported):
+    out, result = exported
+    listed = [Path(line) for line in result.stdout.splitlines()]
+    assert sorted(listed) == sorted(out.iterdir())
+    names = {p.name for p in listed}
+    for stem in FIGURES:
+        assert {f"{stem}.html", f"{stem}.npz"} <= names, stem
+        assert (f"{stem}.csv" in names) == (stem != "attention-layer0-heads")  # CSV: 1-D and 2-D arrays only
+        if BROWSER:
+            assert {f"{stem}.png", f"{stem}.svg"} <= names, stem
+    assert "attention-all-layers.npz" in names
+    assert "Traceback" not in result.stderr
+    assert "/30" in result.stderr or not BROWSER, "no progress bar"  # tqdm: done/total
+    assert f"Wrote {len(listed)} files" in result.stderr
+
+
+class _Scripts(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.sources, self.inline, self._in_script = [], [], False
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "script":
+            self._in_script = True
+            if dict(attrs).get("src"):
+                self.sources.append(dict(attrs)["src"])
+            self.inline.append("")
+
+    def handle_endtag(self, tag):
+        if tag == "script":
+            self._in_script = False
+
+    def handle_data(self, data):
+        if self._in_script:
+            self.inline[-1] += data
+
+
+@pytest.mark.parametrize("stem", FIGURES)
+def test_html_parses_and_works_offline(exported, stem):
+    text = (exported[0] / f"{stem}.html").read_text(encoding="utf-8")
+    parser = _Scripts()
+    parser.feed(text)
+    parser.close()
+    assert text.lstrip().lower().startswith("<html") or text.lstrip().lower().startswith("<!doctype html")
+    assert parser.sources == [], f"scripts from elsewhere: {parser.sources}"
+    assert any("plotly.js v" in s and len(s) > 1_000_000 for s in parser.inline), "plotly.js is not inside the file"
+    assert any("Plotly.newPlot" in s for s in parser.inline)
+    assert "cdn.plot.ly" not in text.split("Plotly.newPlot")[-1]
+
+
+@pytest.mark.parametrize("stem", FIGURES)
+def test_png_decodes_at_twice_the_size(exported, views, stem):
+    needs_browser()
+    path = exported[0] / f"{stem}.png"
+    with Image.open(path) as image:
+        image.verify()
+    with Image.open(path) as image:
+        image.load()
+        width, height = image.size
+        assert image.format == "PNG"
+    assert width >= 1600 and height >= 800  # layout pixels × 2: sharp on slides
+    assert (width, height) == tuple(export.PNG_SCALE * s for s in export.image_size(views[stem].figure))
+
+
+@pytest.mark.parametrize("stem", FIGURES)
+def test_svg_is_xml(exported, stem):
+    needs_browser()
+    root = ET.parse(exported[0] / f"{stem}.svg").getroot()
+    assert root.tag.endswith("svg")
+    assert len(list(root.iter())) > 20  # axes, titles, traces
+
+
+def test_npz_shapes_and_values(exported, lm):
+    out = exported[0]
+    table = posviz.position_embeddings(lm).matrix
+    with np.load(out / "position-similarity.npz") as z:
+        assert z["similarity"].shape == (512, 512)
+        np.testing.assert_allclose(z["similarity"], table @ table.T, rtol=1e-4, atol=1e-5)
+        np.testing.assert_array_equal(z["positions"], np.arange(512))
+    with np.load(out / "profile-q128.npz") as z:
+        assert z["profile"].shape == (512,)
+        assert z["profile"].max() == pytest.approx(1.0)
+    with np.load(out / "projection-pca.npz") as z:
+        assert z["coords"].shape == (512, 2)
+    with np.load(out / "input-norms.npz") as z:
+        assert z["tokens"].tolist() == TOKENS
+        assert z["parts"].tolist() == ["token", "segment", "position", "sum", "after LayerNorm"]
+        assert z["norms"].shape == (5, 7)
+        np.testing.assert_allclose(z["norms"][2], np.linalg.norm(table[:7], axis=1), rtol=1e-5)
+    att = posviz.attention(lm, SENTENCE)
+    with np.load(out / "attention-all-layers.npz") as z:
+        assert z["attention"].shape == (6, 12, 7, 7)
+        assert z["tokens"].tolist() == TOKENS
+        np.testing.assert_allclose(z["attention"], att.patterns, atol=1e-6)
+    with np.load(out / "attention-layer0-heads.npz") as z:
+        assert z["attention"].shape == (12, 7, 7)
+        np.testing.assert_allclose(z["attention"], att.patterns[0], atol=1e-6)
+    with np.load(out / "attention-layer0-head0.npz") as z:
+        assert z["attention"].shape == (7, 7)
+        np.testing.assert_allclose(z["attention"].sum(axis=1), 1, atol=1e-5)
+
+
+def test_csv_gives_the_matrix_back(exported):
+    out = exported[0]
+    for stem, name in (("position-similarity", "similarity"), ("attention-layer0-head0", "attention"),
+                       ("projection-pca", "coords")):
+        with np.load(out / f"{stem}.npz") as z:
+            expected = z[name]
+        got = np.loadtxt(out / f"{stem}.csv", delimiter=",", dtype=np.float64)
+        np.testing.assert_array_equal(got.astype(np.float32), expected)  # 9 digits: float32 exactly
+
+
+def test_bad_model_is_one_line_and_exit_code_2(tmp_path):
+    result = run_cli("export", "--model", "./no/such/folder", "--out", str(tmp_path / "out"), "--no-images")
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("posviz: error: No folder './no/such/folder'")
+    assert not (tmp_path / "out").exists()
+
+
+def test_no_browser_names_the_fix(tmp_path):
+    result = run_cli("export", "--out", str(tmp_path / "out"), env={"BROWSER_PATH": str(tmp_path / "no-chrome")})
+    assert result.returncode == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert "BROWSER_PATH" in line and "apt-get install chromium" in line and "--no-images" in line
+    assert not (tmp_path / "out").exists()
+
+
+# ---------------------------------------------------------------- the library pieces
+
+
+def test_csv_and_npz_round_trip():
+    a = np.random.default_rng(0).normal(size=(5, 3)).astype(np.float32)
+    a[1, 2] = np.nan
+    back = np.loadtxt(io.StringIO(export.csv_text(a)), delimiter=",").astype(np.float32)
+    np.testing.assert_array_equal(back, a)
+    assert export.csv_text(np.arange(3)).split() == ["0", "1", "2"]
+    with pytest.raises(ValueError, match="NPZ"):
+        export.csv_text(np.zeros((2, 2, 2)))
+    with np.load(io.BytesIO(export.npz_bytes({"m": a, "tokens": ["a", "b"]}))) as z:  # no pickle needed
+        np.testing.assert_array_equal(z["m"], a)
+        assert z["tokens"].tolist() == ["a", "b"]
+    assert export.csv_array({"grid": np.zeros((2, 2, 2)), "m": a}) is None
+    assert export.csv_array({"m": a, "grid": np.zeros((2, 2, 2))}) == "m"
+
+
+def test_slug():
+    from posviz import figures as f
+
+    fig = f.position_heatmap(np.eye(3), 0, "P·Pᵀ, positions 0–2", "P·Pᵀ")
+    assert export.slug(fig) == "ppt-positions-0-2"  # the subtitle (<sup>) is left out
+    assert export.slug("<b></b>") == "figure"
+
+
+# ---------------------------------------------------------------- the app's download buttons
+
+
+@pytest.fixture
+def media(monkeypatch):
+    """The MediaFileManager of each AppTest run, kept so that a test can click a deferred download."""
+    made: list[MediaFileManager] = []
+
+    class Remembered(MediaFileManager):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    monkeypatch.setattr(app_test_module, "MediaFileManager", Remembered)
+    return made
+
+
+def download(media: list[MediaFileManager], button) -> bytes:
+    """What the browser receives when ``button`` is clicked: the deferred function runs now."""
+    manager = media[-1]
+    url = manager.execute_deferred(button.proto.deferred_file_id)
+    return manager._storage.get_file(url.rsplit("/", 1)[-1]).content
+
+
+def button_rows(at) -> list[list]:
+    """The download buttons of each chart (keys ``download-<file name>-<kind>``), in page order."""
+    rows: dict[str, list] = {}
+    for button in at.get("download_button"):
+        rows.setdefault(button.key.rsplit("-", 1)[0], []).append(button)
+    return list(rows.values())
+
+
+def test_similarity_page_offers_downloads_of_its_matrix(media, monkeypatch):
+    built = []
+    for name in ("figure_html", "figure_image", "csv_text", "npz_bytes"):
+        original = getattr(export, name)
+        monkeypatch.setattr(export, name, lambda *a, _f=original, _n=name, **k: built.append(_n) or _f(*a, **k))
+    at = open_page("similarity")
+    assert_clean(at, "similarity")
+    assert built == [], "a download was built before its button was clicked"
+    rows = button_rows(at)
+    assert len(rows) == len(figures(at)) == 3  # every chart has its row
+    heatmap_buttons = rows[0]
+    assert [b.proto.label for b in heatmap_buttons] == ["SVG", "HTML (offline)", "CSV", "NPZ"]
+    assert all(b.proto.deferred_file_id and not b.proto.url for b in heatmap_buttons)
+    assert [b.proto.disabled for b in heatmap_buttons] == [BROWSER is None, False, False, False]
+    z = arr(figures(at)[0]["data"][0]["z"])
+    assert z.shape == (512, 512)
+
+    svg_button, html_button, csv_button, npz_button = heatmap_buttons
+    csv = np.loadtxt(io.BytesIO(download(media, csv_button)), delimiter=",").astype(np.float32)
+    np.testing.assert_array_equal(csv, z)
+    with np.load(io.BytesIO(download(media, npz_button))) as npz:
+        np.testing.assert_array_equal(npz["similarity"], z)
+        np.testing.assert_array_equal(npz["positions"], np.arange(512))
+    page = download(media, html_button).decode("utf-8")
+    parser = _Scripts()
+    parser.feed(page)
+    assert parser.sources == [] and any("plotly.js v" in s for s in parser.inline)
+    assert built == ["csv_text", "npz_bytes", "figure_html"]
+    if BROWSER:
+        root = ET.fromstring(download(media, svg_button))
+        assert root.tag.endswith("svg")
+
+
+def test_attention_page_npz_holds_every_head(media):
+    at = open_page("attention")
+    assert_clean(at, "attention")
+    head, mean, grid = button_rows(at)
+    shown = figures(at)
+    assert [b.proto.label for b in head] == ["SVG", "HTML (offline)", "CSV", "NPZ"]
+    assert [b.proto.label for b in grid] == ["SVG", "HTML (offline)", "NPZ"]  # [heads, n, n]: no CSV
+    csv = np.loadtxt(io.BytesIO(download(media, head[2])), delimiter=",").astype(np.float32)
+    np.testing.assert_array_equal(csv, arr(shown[0]["data"][0]["z"]))
+    with np.load(io.BytesIO(download(media, grid[2]))) as npz:
+        patterns = npz["attention"]
+        n = len(npz["query_tokens"])
+        assert patterns.shape == (12, n, n)
+        for h, trace in enumerate(shown[2]["data"]):
+            np.testing.assert_allclose(arr(trace["z"]), patterns[h], atol=1e-6)
+
+
+def _charts_with_one_title():
+    import numpy as np
+    import plotly.graph_objects as go
+
+    from posviz import app_state
+
+    for i in range(3):
+        app_state.show(go.Figure(go.Scatter(y=[1, 2, i]), layout={"title": "Same title"}),
+                       arrays={"y": np.array([1, 2, i])})
+    app_state.show(go.Figure())
+
+
+def test_charts_sharing_a_title_get_their_own_buttons():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_function(_charts_with_one_title, default_timeout=120).run()
+    assert not at.exception, [e.value for e in at.exception]
+    keys = [b.key for b in at.get("download_button")]
+    assert keys == [f"download-same-title{n}-{kind}" for n in ("", "-2", "-3") for kind in ("svg", "html", "csv", "npz")
+                    ] + ["download-figure-svg", "download-figure-html"]  # no arrays: no CSV, no NPZ
