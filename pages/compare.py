@@ -53,7 +53,7 @@ else:
     theirs, _ = app_state.position_matrix(other_key, 0, metric, first, last)
 
 zmin, zmax = figures.clip_limits(np.concatenate([mine.ravel(), theirs.ravel()]))
-stride = f", every {step}th position" if step > 1 else ""
+stride = figures.stride_text(step)
 label = "dot product" if metric == "dot" else "cosine"
 left, right = st.columns(2)
 for column, matrix, name in ((left, mine, lm.name), (right, theirs, other_name)):

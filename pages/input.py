@@ -46,6 +46,8 @@ choice = st.radio("Vectors", list(parts), horizontal=True, key="part")
 app_state.show(figures.vector_heatmap(parts[choice], f"{choice} vectors (tokens × dimensions)", "token",
                                       row_labels=emb.tokens), arrays={"vectors": parts[choice], "tokens": emb.tokens})
 
+if not lm.layout.position:
+    st.stop()  # nothing is added per position: every copy of a word has the same input
 st.subheader("Same word, other position")
 sums = posviz.similarity(emb.sum, "cosine")
 tokens_alike = posviz.similarity(emb.token, "cosine")

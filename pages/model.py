@@ -35,7 +35,7 @@ def signature(encoding) -> None:
         norms = np.linalg.norm(encoding.matrix, axis=1)
         app_state.show(figures.line_figure({"‖position embedding‖": norms}, "Length of each position embedding",
                                            "position p", "L2 norm"), arrays={"norm": norms})
-        if encoding.scheme == "learned_absolute":
+        if encoding.scheme == "learned_absolute" and lm.layout.segment:
             st.caption("BERT-style models were pre-trained on 128-token inputs for 90 % of the steps, then "
                        "on 512: look for a change near position 128.")
     elif encoding.scheme == "rotary":

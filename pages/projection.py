@@ -35,7 +35,7 @@ with st.spinner(f"Running {method.upper()} on {n} positions …"):
     coords, positions = app_state.position_projection(key, component, method, dims)
 what = {"rotary": "rotation features [cos pθ, sin pθ]", "relative_embeddings": "relative embeddings"}.get(
     encoding.scheme, "position embeddings")
-stride = f", every {positions[1] - positions[0]}th" if len(positions) > 1 and positions[1] - positions[0] > 1 else ""
+stride = figures.stride_text(int(positions[1] - positions[0]) if len(positions) > 1 else 1)
 app_state.show(figures.projection_figure(
     coords, boundaries, path, f"{method.upper()} of {len(positions)} {what}{stride} ({lm.name})",
     axis_name="UMAP" if method == "umap" else "PC", positions=positions),

@@ -32,7 +32,8 @@ if encoding.kind == "vectors":
 else:
     metric, label = "dot", "bias"
     head = c1.selectbox("Head", ["all", *range(encoding.heads)], key="bias_head", bind="query-params")
-normalize = c2.toggle("÷ maximum", key="normalize", bind="query-params", help="Divide by the largest value.")
+normalize = c2.toggle("÷ maximum", key="normalize", bind="query-params",
+                      help="Divide by the largest value (each head by its own, for a bias).")
 clip = c2.toggle("Clip colours", value=True, key="clip", bind="query-params",
                  help="A few outliers (position 0 of BERT-style models) otherwise take the whole colour scale. "
                       "Hover shows the true values either way.")
@@ -41,13 +42,17 @@ first, last = c3.slider(f"{axis.capitalize()}s (row numbers)", 0, n - 1, (0, min
 
 with st.spinner("Computing the position-position matrix …"):
     matrix, step = app_state.position_matrix(key, component, metric, first, last)
-stride = f", every {step}th position" if step > 1 else ""
+stride = figures.stride_text(step)
 title = f"{label}, {axis}s {first + encoding.first_label}–{last + encoding.first_label}{stride}"
 
 
 def scaled(values: np.ndarray) -> np.ndarray:
-    """Divided by the largest absolute value, when asked."""
-    return values / np.nanmax(np.abs(values)) if normalize else values
+    """Divided by the largest absolute value when asked; a stack of heads, each by its own, so that
+    a head with a small ALiBi slope is as visible as one with a large slope."""
+    if not normalize:
+        return values
+    axes = tuple(range(1, values.ndim)) if values.ndim == 3 else None
+    return values / np.nanmax(np.abs(values), axis=axes, keepdims=values.ndim == 3)
 
 
 left, right = st.columns([5, 4], gap="large")

@@ -458,3 +458,13 @@ def layer_probe_figure(mae: np.ndarray, title: str, baseline: float | None = Non
     fig.update_xaxes(title="layer (0 = embedding output)", tickvals=layers)
     fig.update_yaxes(title="MAE (positions)", rangemode="tozero")
     return fig
+
+
+def stride_text(step: int) -> str:
+    """", every 64th position" for a stride over a long range (empty for step 1), with the warning
+    that matters: what oscillates faster than the stride is aliased, not averaged."""
+    if step <= 1:
+        return ""
+    suffix = "th" if 10 <= step % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(step % 10, "th")
+    return f", every {step}{suffix} position (faster oscillations alias)"
+

@@ -189,7 +189,7 @@ def test_rotary_input_page_no_position_vector(path_of, tiny_lm, family):
     lm = tiny_lm(family)
     at = open_scheme(path_of(family), "input")
     assert any("no position vector is added" in i.value for i in at.info), [i.value for i in at.info]
-    norms, vectors, _cosine = figures(at)
+    norms, vectors = figures(at)  # no "same word, other position": every copy has the same input
     assert "position" not in traces_by_name(norms)
     assert vectors["layout"]["title"]["text"].startswith("token vectors")
     ids = lm.tokenizer(DEFAULT_TEXT, DEFAULT_TEXT_PAIR)["input_ids"]
@@ -348,7 +348,8 @@ def test_long_context_rotary_by_stride(long_llama):
     z = arr(heat["data"][0]["z"])
     assert z.shape[0] <= MAX_SHOWN and z.shape[0] == z.shape[1]
     assert np.isfinite(z).all()
-    assert re.search(rf"positions 0–{LONG - 1}, every {step}th position", title(heat)), title(heat)
+    assert re.search(rf"positions 0–{LONG - 1}, every {step}th position \(faster oscillations alias\)",
+                     title(heat)), title(heat)
     enc = posviz.position_embeddings(posviz.load_model(long_llama))
     assert enc.num_positions == LONG
     expected, block = block_mean(posviz.similarity(enc.vectors(np.arange(0, LONG, step)), "dot"), cells)

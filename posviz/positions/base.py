@@ -94,7 +94,7 @@ class PositionEmbeddings(PositionEncoding):
         if self.sinusoid:
             return (r"PE_{p,2i} = \sin\!\left(p / 10000^{2i/d}\right),\quad "
                     r"PE_{p,2i+1} = \cos\!\left(p / 10000^{2i/d}\right)")
-        return r"x_p = E_{\mathrm{token}}[t_p] + E_{\mathrm{segment}}[s_p] + P[p + \mathrm{offset}]"
+        return r"x_p = E_{\mathrm{token}}[t_p] + P[p + \mathrm{offset}]\ \big(+\, E_{\mathrm{segment}}[s_p]\ \text{where the model has segments}\big)"
 
     @property
     def matrix(self) -> np.ndarray:
