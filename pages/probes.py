@@ -112,7 +112,8 @@ else:
                f"Seed {seed}, {pairs} pairs, 5 folds; the random matrix is standard normal.")
     app_state.show(figures.probe_predictions_figure(
         {f"{names[s]} (MAE {a.score:.2f})": a.predictions for s, (a, _) in found.items()},
-        f"Absolute probe: held-out prediction against the true {encoding.axis_label}"))
+        f"Absolute probe: held-out prediction against the true {encoding.axis_label}"),
+        arrays={names[s]: a.predictions for s, (a, _) in found.items()})
 
 st.subheader("Position in each layer's hidden states")
 source = st.radio("Text", list(TEXT_LABELS), horizontal=True, key="probe_text", bind="query-params",
@@ -136,7 +137,8 @@ if count < FEW_TOKENS:
 baseline = probes.middle_guess_mae(count)
 stack = "encoder " if lm.config.is_encoder_decoder else ""
 app_state.show(figures.layer_probe_figure(
-    layers.mae, f"Absolute probe on each {stack}layer's hidden states, {count} tokens", baseline=baseline))
+    layers.mae, f"Absolute probe on each {stack}layer's hidden states, {count} tokens", baseline=baseline),
+    arrays={"mae_per_layer": np.asarray(layers.mae)})
 dropped = (f" ({layers.truncated} more tokens of the text did not fit the model's {lm.max_tokens} positions)"
            if layers.truncated else "")
 st.caption(f"Token t of the text is at position t (special tokens included): {count} tokens{dropped}. Layer 0 is "

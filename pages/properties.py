@@ -140,7 +140,9 @@ else:
     app_state.show(figures.offset_band_figure(
         {model_name: (mine.offsets, mine.mean, mine.low, mine.high),
          ref_name: (ref.offsets, ref.mean, ref.low, ref.high)},
-        "φ(x, x + k) against the offset k: mean and min–max over start positions x", "offset k", phi))
+        "φ(x, x + k) against the offset k: mean and min–max over start positions x", "offset k", phi),
+        arrays={"offset": mine.offsets, "model_mean": mine.mean, "model_low": mine.low, "model_high": mine.high,
+                "sinusoid_mean": ref.mean, "sinusoid_low": ref.low, "sinusoid_high": ref.high})
     st.caption("The band runs from the smallest to the largest φ(x, x + k) over x = 0 … N − 1 − k; a "
                "translation-invariant φ has no band. ḡ is the mean over all pairs x ≠ y.")
 
@@ -220,7 +222,7 @@ titles = [f"head {h} · loc {head['locality'][h]:.2f} · sym {head['attention_sy
 app_state.show(figures.small_multiples(
     matrices, titles, f"Layer 0 attention on identical words ({'with' if keep_special else 'without'} special "
     "tokens), rows = queries, columns = keys", zmin=0, names=("query", "key"), first=first,
-    columns=min(3, heads)))
+    columns=min(3, heads)), arrays={"attention": np.asarray(matrices)})
 st.caption("Tile titles: Chen et al.'s locality (loc) and symmetry (sym) of each head. One colour scale from 0 "
            "to the largest weight.")
 

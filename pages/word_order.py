@@ -1,5 +1,6 @@
 """Word order page: a sentence beside a permutation of its words, with and without positional information."""
 
+import numpy as np
 import streamlit as st
 
 import posviz
@@ -140,7 +141,7 @@ series = {"with positions": kept.l2("output")}
 if removed is not None:
     series["without positions"] = removed.l2("output")
 app_state.show(figures.token_bars(series, kept.tokens, "‖permuted − original‖ per token, last layer (log scale)",
-                                  "L2 norm of the difference"))
+                                  "L2 norm of the difference"), arrays={**series, "tokens": np.array(kept.tokens)})
 
 st.subheader("The vectors of both orders")
 stage = st.radio("Stage", list(word_order.STAGES), horizontal=True, key="wo_stage", bind="query-params",
@@ -149,7 +150,9 @@ original, permuted, _ = shown.stage(stage)
 app_state.show(figures.vector_heatmaps(
     {"original order": original, "permuted, put back in the original order": permuted,
      "difference": permuted - original},
-    f"{word_order.STAGES[stage]}, {setting} (tokens × dimensions)", shown.tokens))
+    f"{word_order.STAGES[stage]}, {setting} (tokens × dimensions)", shown.tokens),
+    arrays={"original": original, "permuted_back": permuted, "difference": permuted - original,
+            "tokens": np.array(shown.tokens)})
 if stage == "input" and not lm.layout.position:
     st.caption(f"{lm.name} adds no position vector to its input ({lm.scheme_label}): its input representation "
                "is the same for a token wherever it stands, with or without positions. Position enters inside "
