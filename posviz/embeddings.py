@@ -51,6 +51,57 @@ def _numpy(t: torch.Tensor | None) -> np.ndarray | None:
     return (t[0] if t.dim() == 3 else t).detach().to(torch.float32).cpu().numpy()
 
 
+def run_with_parts(lm: LoadedModel, model_inputs: dict[str, torch.Tensor], **forward_kwargs):
+    """One forward pass of ``lm.forward_module`` that records what the model's own embedding
+    modules output (forward hooks, removed afterwards).
+
+    Parameters
+    ----------
+    lm : LoadedModel
+    model_inputs : dict of str to torch.Tensor
+        The forward's inputs (:func:`posviz.encoding.encode`).
+    **forward_kwargs
+        Passed to the forward (``output_hidden_states=True`` …).
+
+    Returns
+    -------
+    captured : dict of str to torch.Tensor
+        ``"token"`` (scaled as the model scales it, ``token_scale``), and where the model has
+        them ``"segment"``, ``"position"``, ``"normalized"`` (the embedding LayerNorm's output);
+        each [1, n, d] (Marian's and Pegasus' positions: [n, d]).
+    output
+        The forward's output.
+    """
+    layout = lm.layout
+    paths = {"token": next((p for p in layout.token if resolve(lm.model, p) is not None), None),
+             "segment": layout.segment, "position": layout.position, "normalized": layout.layernorm}
+    modules = {key: resolve(lm.model, path) for key, path in paths.items() if path}
+    captured: dict[str, torch.Tensor] = {}
+    handles = [
+        module.register_forward_hook(lambda _m, _i, out, key=key: captured.setdefault(key, out))
+        for key, module in modules.items() if module is not None
+    ]
+    try:
+        with torch.no_grad():
+            output = lm.forward_module(**model_inputs, **forward_kwargs)
+    finally:
+        for handle in handles:
+            handle.remove()
+    if "token" in captured and layout.token_scale:
+        captured["token"] = captured["token"] * resolve(lm.model, layout.token_scale)
+    return captured, output
+
+
+def input_sum(lm: LoadedModel, captured: dict[str, torch.Tensor]) -> torch.Tensor:
+    """``(token + segment) + position`` in float32, in the model's order of addition
+    (``BertEmbeddings.forward``), from :func:`run_with_parts`' record."""
+    total = captured["token"].to(torch.float32)
+    for key in ("segment", "position"):
+        if key in captured:
+            total = total + captured[key].to(torch.float32)
+    return total
+
+
 def input_embeddings(lm: LoadedModel, text: str, text_pair: str | None = None) -> InputEmbeddings:
     """The input representation of ``text`` (and ``text_pair`` as segment B).
 
@@ -81,30 +132,8 @@ def input_embeddings(lm: LoadedModel, text: str, text_pair: str | None = None) -
             f"posviz does not know where {lm.family} keeps its token embeddings, so it cannot "
             "split its input representation. Its attention patterns are still available.")
     encoded = encode(lm, text, text_pair)
-    token_module = next(m for m in (resolve(lm.model, p) for p in layout.token) if m is not None)
-    modules = {
-        "token": token_module,
-        "segment": resolve(lm.model, layout.segment) if layout.segment else None,
-        "position": resolve(lm.model, layout.position) if layout.position else None,
-        "normalized": resolve(lm.model, layout.layernorm) if layout.layernorm else None,
-    }
-    captured: dict[str, torch.Tensor] = {}
-    handles = [
-        module.register_forward_hook(lambda _m, _i, out, key=key: captured.setdefault(key, out))
-        for key, module in modules.items() if module is not None
-    ]
-    try:
-        with torch.no_grad():
-            lm.forward_module(**encoded.model_inputs)
-    finally:
-        for handle in handles:
-            handle.remove()
-    if layout.token_scale:
-        captured["token"] = captured["token"] * resolve(lm.model, layout.token_scale)
-    total = captured["token"].to(torch.float32)
-    for key in ("segment", "position"):
-        if key in captured:
-            total = total + captured[key].to(torch.float32)
+    captured, _ = run_with_parts(lm, encoded.model_inputs)
+    total = input_sum(lm, captured)
     return InputEmbeddings(
         tokens=encoded.tokens,
         token=_numpy(captured["token"]),

@@ -29,6 +29,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from posviz.embeddings import input_sum, run_with_parts
 from posviz.encoding import encode
 from posviz.loading import LoadedModel
 from posviz.schemes import ALIBI, NONE, RELATIVE_EMBEDDINGS, UNKNOWN, resolve
@@ -575,37 +576,12 @@ class WordOrderComparison:
 def _run(lm: LoadedModel, inputs: dict[str, torch.Tensor]) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool, int]:
     """One forward pass: (input representation [n, width], first layer [n, hidden], last hidden
     state [n, hidden], causal, layers)."""
-    layout = lm.layout
-    token_module = next((m for m in (resolve(lm.model, p) for p in layout.token) if m is not None), None)
-    modules = {
-        "token": token_module,
-        "segment": resolve(lm.model, layout.segment) if layout.segment else None,
-        "position": resolve(lm.model, layout.position) if layout.position else None,
-    }
-    captured: dict[str, torch.Tensor] = {}
-    handles = [
-        module.register_forward_hook(lambda _m, _i, out, key=key: captured.setdefault(key, out))
-        for key, module in modules.items() if module is not None
-    ]
-    try:
-        with torch.no_grad():
-            out = lm.forward_module(**inputs, output_attentions=True, output_hidden_states=True)
-    finally:
-        for handle in handles:
-            handle.remove()
+    captured, out = run_with_parts(lm, inputs, output_attentions=True, output_hidden_states=True)
 
     def rows(t: torch.Tensor) -> torch.Tensor:  # [1, n, d] or [n, d] (Marian's positions) -> [n, d]
         return (t[0] if t.dim() == 3 else t).to(torch.float32)
 
-    if token_module is None:
-        total = rows(out.hidden_states[0])
-    else:
-        total = rows(captured["token"])
-        if layout.token_scale:
-            total = total * resolve(lm.model, layout.token_scale)
-        for key in ("segment", "position"):
-            if key in captured:
-                total = total + rows(captured[key])
+    total = rows(input_sum(lm, captured) if "token" in captured else out.hidden_states[0])
     first = out.attentions[0] if out.attentions else None
     causal = bool(first is not None and first.shape[-1] > 1 and (torch.triu(first[0], 1) == 0).all())
     return (total.cpu().numpy(), rows(out.hidden_states[1]).cpu().numpy(), rows(out.last_hidden_state).cpu().numpy(),
