@@ -4,16 +4,7 @@ Each test opens ``app.py`` (which draws the shared sidebar and runs the page thr
 ``st.navigation``), switches to one page, moves its widgets and checks the numbers in the Plotly
 figures the page sends (``chart.proto.spec`` is the figure JSON) against posviz computed here.
 
-Two shims make AppTest behave like the browser (both test-only, in tests/apptest_support.py):
-
-* AppTest builds a fresh ``PagesManager`` for every run and resets the process-wide
-  ``PagesManager.uses_pages_directory`` to None; because ``pages/`` exists next to ``app.py`` it
-  then becomes True, so after ``switch_page`` Streamlit runs ``pages/<page>.py`` *directly* (legacy
-  multipage mode), without ``app.py`` and without the sidebar. In a real server ``st.navigation``
-  sets the flag to False once for the whole process; the shim keeps it False.
-* AppTest's ``Selectbox`` can only send one of its preset options (``options.index(value)``), so a
-  value typed into an ``accept_new_options`` selectbox cannot be sent. The shim sends the typed
-  text as ``string_value``, as the frontend does.
+AppTest is made to behave like the browser by the shims of tests/apptest_support.py.
 """
 
 from __future__ import annotations
