@@ -28,11 +28,11 @@ if against == "sinusoid":
     n = encoding.num_positions
 else:
     other = c3.text_input("Other model (Hub id or local folder)", key="other", bind="query-params",
-                          placeholder="e.g. gpt2 or ./my-model")
+                          placeholder="e.g. gpt2, ./my-model or all-MiniLM-L6-v2 (bundled)")
     if not other.strip():
         st.info("Type a second model to compare with, or compare with the sinusoid.", icon=":material/edit:")
         st.stop()
-    other_key = app_state.ModelKey(other.strip(), None, key.device)
+    other_key = app_state.key_for(other, device=key.device)
     try:
         with st.spinner(f"Loading {other} …"):
             other_lm = app_state.loaded_model(other_key)

@@ -25,6 +25,7 @@ from posviz.loading import BUNDLED_NAME
 
 LOG = logging.getLogger("posviz")
 
+
 #: Models offered in the picker; any other Hub id or local folder can be typed in.
 PRESETS = [
     BUNDLED_NAME,
@@ -63,6 +64,12 @@ class ModelKey(NamedTuple):
     name: str | None
     revision: str | None
     device: str
+
+
+def key_for(name: str | None, revision: str | None = None, device: str = "auto") -> ModelKey:
+    """The cache key of what a user typed: the bundled model's name (or nothing) means the bundled model."""
+    name = (name or "").strip()
+    return ModelKey(None if name in ("", BUNDLED_NAME) else name, (revision or "").strip() or None, device)
 
 
 #: Most models kept in memory at once; the least recently used goes first.
@@ -258,8 +265,7 @@ def sidebar() -> ModelKey:
                      help="Large fonts and thick lines for a projector."):
             st.html(PRESENTATION_CSS)
         choice = st.session_state.model
-        wanted = ModelKey(None if choice in (None, BUNDLED_NAME) else choice,
-                          st.session_state.revision.strip() or None, st.session_state.device)
+        wanted = key_for(choice, st.session_state.revision, st.session_state.device)
         key = wanted
         steps = st.empty()
         failed = st.session_state.setdefault("failed_models", {})

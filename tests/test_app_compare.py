@@ -52,3 +52,14 @@ def test_bias_schemes_say_there_is_nothing_to_compare(family, tiny_path):
     at = open_page("compare", query_params={"model": str(tiny_path(family))})
     assert not at.exception and not figures(at)
     assert any("bias" in i.value for i in at.info)
+
+
+def test_the_bundled_model_by_its_name_beside_a_local_model(tiny_path):
+    """The bundled preset's name typed into the other-model box means the bundled model."""
+    at = open_page("compare", query_params={"model": str(tiny_path("gpt2"))}, against="model",
+                   other=posviz.BUNDLED_NAME)
+    assert_clean(at, "compare")
+    _, theirs, _ = figures(at)
+    table = posviz.position_embeddings(posviz.load_model()).matrix
+    n = heatmap_z(theirs).shape[0]
+    np.testing.assert_allclose(heatmap_z(theirs), posviz.similarity(table[:n], "cosine"), atol=1e-5)
