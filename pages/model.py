@@ -14,7 +14,7 @@ st.markdown(f"**{lm.name}**" + (f" @ `{lm.revision}`" if lm.revision else ""))
 cfg = lm.config.get_text_config()
 facts = [
     ("Family", lm.family),
-    ("Positions", f"{lm.max_tokens:,}"),
+    ("Max tokens", f"{lm.max_tokens:,}"),
     ("Width", str(cfg.hidden_size)),
     ("Layers", str(lm.num_layers)),
     ("Heads", str(lm.num_heads)),

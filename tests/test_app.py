@@ -56,7 +56,7 @@ def test_model_page_facts_and_norms(matrix):
     at = open_page("model")
     assert_clean(at, "model")
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Positions"] == "512"
+    assert metrics["Max tokens"] == "512"
     assert metrics["Width"] == "384"
     assert metrics["Layers"] == "6"
     assert metrics["Heads"] == "12"
@@ -268,7 +268,7 @@ def test_bad_model_folder_typed_in_sidebar():
     assert at.sidebar.selectbox(key="model").value == BAD_FOLDER  # what was typed stays
     assert_clean(at, "model")
     assert any(posviz.BUNDLED_NAME in m.value for m in at.markdown)
-    assert {m.label: m.value for m in at.metric}["Positions"] == "512"
+    assert {m.label: m.value for m in at.metric}["Max tokens"] == "512"
 
     for page in ("similarity", "projection", "input", "attention"):
         if page == "projection":
