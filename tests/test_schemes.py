@@ -542,3 +542,22 @@ def test_mpt_max_tokens_is_max_seq_len(tiny_lm):
     lm = tiny_lm("mpt")
     assert lm.max_tokens == lm.config.max_seq_len == 64
     assert posviz.position_embeddings(lm).num_positions == 64
+
+
+def test_whisper_encoder_positions_are_its_t2t_sinusoid(tmp_path):
+    """Whisper's encoder holds a fixed tensor2tensor sinusoid (``sinusoids`` in modeling_whisper);
+    posviz reads the module's own weights and calls them sinusoidal."""
+    from transformers import AutoModel, AutoTokenizer, WhisperConfig
+
+    config = WhisperConfig(vocab_size=30522, d_model=32, encoder_layers=1, decoder_layers=1,
+                           encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=37,
+                           decoder_ffn_dim=37, max_source_positions=64, max_target_positions=64, num_mel_bins=8,
+                           pad_token_id=0, bos_token_id=1, eos_token_id=2, decoder_start_token_id=3)
+    model = AutoModel.from_config(config)
+    model.save_pretrained(tmp_path)
+    AutoTokenizer.from_pretrained(posviz.loading.bundled_model_path()).save_pretrained(tmp_path)
+    lm = posviz.load_model(str(tmp_path))
+    enc = posviz.position_embeddings(lm)
+    assert lm.scheme == "sinusoidal" and enc.sinusoid == "t2t" and enc.source == "encoder.embed_positions"
+    np.testing.assert_array_equal(enc.matrix, model.encoder.embed_positions.weight.detach().numpy())
+    np.testing.assert_allclose(enc.matrix, posviz.sinusoidal(64, 32, "t2t"), atol=1e-5)
