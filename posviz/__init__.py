@@ -7,7 +7,7 @@ representation and attention patterns of a sentence, and compare positions.
 from posviz.analysis import project, row_profile, similarity
 from posviz.attention import AttentionPatterns, attention
 from posviz.embeddings import InputEmbeddings, input_embeddings
-from posviz.loading import BUNDLED_NAME, LoadedModel, ModelLoadError, load_model
+from posviz.loading import BUNDLED_NAME, LoadedModel, ModelLoadError, ModelTooLargeError, load_model
 from posviz.positions import (
     AlibiBias, NoPositions, PositionEmbeddings, PositionEncoding, RelativeBias, RelativeEmbeddings, RotaryEncoding,
     position_embeddings, position_encodings, sinusoidal,
@@ -15,7 +15,7 @@ from posviz.positions import (
 
 __all__ = [
     "AlibiBias", "AttentionPatterns", "BUNDLED_NAME", "InputEmbeddings", "LoadedModel", "ModelLoadError",
-    "NoPositions", "PositionEmbeddings", "PositionEncoding", "RelativeBias", "RelativeEmbeddings", "RotaryEncoding",
+    "ModelTooLargeError", "NoPositions", "PositionEmbeddings", "PositionEncoding", "RelativeBias", "RelativeEmbeddings", "RotaryEncoding",
     "attention", "input_embeddings", "load_model", "position_embeddings", "position_encodings", "project",
     "row_profile", "similarity", "sinusoidal",
 ]

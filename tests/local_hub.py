@@ -1,0 +1,204 @@
+"""A Hugging Face Hub on 127.0.0.1 for tests and benchmarks.
+
+It serves repositories from a folder with the endpoints huggingface_hub and transformers use
+(``/{repo}/resolve/{revision}/{file}`` with HEAD, GET and byte ranges; ``/api/models/{repo}``
+with file sizes; ``/api/models/{repo}/tree/...``), answers the Hub's error codes (404
+RepoNotFound / EntryNotFound / RevisionNotFound, 401 GatedRepo, 403) and counts the bytes of
+every response body it sends. Point a process at it with ``HF_ENDPOINT=<hub.url>``, before
+huggingface_hub is imported.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import re
+import shutil
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+RESOLVE = re.compile(r"^/(?P<repo>[^/]+(?:/[^/]+)?)/resolve/(?P<rev>[^/]+)/(?P<file>.+)$")
+API_MODEL = re.compile(r"^/api/models/(?P<repo>[^/]+(?:/[^/]+)??)(?:/revision/(?P<rev>[^/]+))?$")
+API_TREE = re.compile(r"^/api/models/(?P<repo>[^/]+(?:/[^/]+)?)/tree/(?P<rev>[^/]+)(?:/(?P<path>.*))?$")
+
+
+class LocalHub:
+    """Repositories under ``root/<org>/<name>/`` (or ``root/<name>/``), each with one revision,
+    ``main``, whose commit hash is derived from the repository id.
+
+    Attributes
+    ----------
+    url : str
+        ``http://127.0.0.1:<port>``, for ``HF_ENDPOINT``.
+    sent : int
+        Bytes of response bodies sent since the last :meth:`reset`.
+    requests : list of str
+        ``"METHOD path [range]"`` of every request since the last :meth:`reset`.
+    gated, forbidden : set of str
+        Repository ids answered with 401 GatedRepo, or with 403.
+    """
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.gated: set[str] = set()
+        self.forbidden: set[str] = set()
+        self.sent = 0
+        self.requests: list[str] = []
+        self._lock = threading.Lock()
+        self._online = True
+        self._serve(0)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def _serve(self, port: int) -> None:
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), _handler(self))
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, name="local-hub", daemon=True).start()
+
+    def add(self, repo_id: str, folder: Path | str) -> str:
+        """Publish the files of ``folder`` as repository ``repo_id``; returns ``repo_id``."""
+        target = self.root / repo_id
+        if target.exists():
+            shutil.rmtree(target)
+        shutil.copytree(folder, target)
+        return repo_id
+
+    @staticmethod
+    def commit(repo_id: str) -> str:
+        """The 40-hex commit hash of the repository's only revision."""
+        return hashlib.sha1(repo_id.encode()).hexdigest()
+
+    def reset(self) -> None:
+        """Zero the byte and request counters."""
+        with self._lock:
+            self.sent = 0
+            self.requests = []
+
+    @contextlib.contextmanager
+    def offline(self):
+        """Within the block the Hub is unreachable, as without a network: new connections are
+        refused and open keep-alive connections are dropped; afterwards it serves again."""
+        port = self._server.server_address[1]
+        self._online = False
+        self._server.shutdown()
+        self._server.server_close()
+        try:
+            yield
+        finally:
+            self._online = True
+            self._serve(port)
+
+    def _log(self, line: str) -> None:
+        with self._lock:
+            self.requests.append(line)
+
+    def _sent(self, size: int) -> None:
+        with self._lock:
+            self.sent += size
+
+
+def _handler(hub: LocalHub) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args) -> None:  # quiet
+            pass
+
+        def do_HEAD(self) -> None:
+            self._route(head=True)
+
+        def do_GET(self) -> None:
+            self._route(head=False)
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self._error(404, "EntryNotFound", head=False)
+
+        def _route(self, head: bool) -> None:
+            if not hub._online:  # a connection kept alive from before: drop it, unanswered
+                self.close_connection = True
+                return
+            path = unquote(urlsplit(self.path).path)
+            hub._log(f"{self.command} {path} {self.headers.get('Range', '')}".strip())
+            for pattern, serve in ((RESOLVE, self._resolve), (API_TREE, self._tree), (API_MODEL, self._info)):
+                match = pattern.match(path)
+                if match:
+                    repo = match["repo"]
+                    if not self._repo_ok(repo, match["rev"], head):
+                        return
+                    serve(hub.root / repo, match, head)
+                    return
+            self._error(404, None, head)
+
+        def _repo_ok(self, repo: str, revision: str | None, head: bool) -> bool:
+            if not (hub.root / repo).is_dir():
+                self._error(404, "RepoNotFound", head)
+                return False
+            if repo in hub.gated:
+                self._error(401, "GatedRepo", head, "Access to this model is restricted: you must be authenticated.")
+                return False
+            if repo in hub.forbidden:
+                self._error(403, None, head, "Forbidden: your token does not grant access to this repository.")
+                return False
+            if revision not in (None, "main", LocalHub.commit(repo)):
+                self._error(404, "RevisionNotFound", head)
+                return False
+            return True
+
+        def _resolve(self, folder: Path, match, head: bool) -> None:
+            file = folder / match["file"]
+            if not file.is_file():
+                self._error(404, "EntryNotFound", head)
+                return
+            data = file.read_bytes()
+            start, end, status = 0, len(data), 200
+            ranged = re.match(r"bytes=(\d+)-(\d*)$", self.headers.get("Range", ""))
+            if ranged:
+                start = int(ranged[1])
+                end = min(len(data), int(ranged[2]) + 1) if ranged[2] else len(data)
+                status = 206
+            body = data[start:end]
+            headers = {"X-Repo-Commit": LocalHub.commit(match["repo"]), "ETag": f'"{hashlib.sha256(data).hexdigest()}"',
+                       "Accept-Ranges": "bytes", "Content-Type": "application/octet-stream"}
+            if status == 206:
+                headers["Content-Range"] = f"bytes {start}-{end - 1}/{len(data)}"
+            self._send(status, body, headers, head)
+
+        def _info(self, folder: Path, match, head: bool) -> None:
+            files = sorted(p for p in folder.rglob("*") if p.is_file())
+            info = {"id": match["repo"], "modelId": match["repo"], "sha": LocalHub.commit(match["repo"]),
+                    "private": False, "gated": False, "library_name": "transformers", "tags": ["transformers"],
+                    "siblings": [{"rfilename": str(p.relative_to(folder)), "size": p.stat().st_size} for p in files]}
+            self._send(200, json.dumps(info).encode(), {"Content-Type": "application/json"}, head)
+
+        def _tree(self, folder: Path, match, head: bool) -> None:
+            base = folder / (match["path"] or "")
+            if not base.is_dir():
+                self._error(404, "EntryNotFound", head)
+                return
+            entries = [{"type": "directory" if p.is_dir() else "file", "path": str(p.relative_to(folder)),
+                        "size": p.stat().st_size if p.is_file() else 0, "oid": "0" * 40} for p in sorted(base.iterdir())]
+            self._send(200, json.dumps(entries).encode(), {"Content-Type": "application/json"}, head)
+
+        def _error(self, status: int, code: str | None, head: bool, message: str = "") -> None:
+            headers = {"Content-Type": "application/json"}
+            if code:
+                headers["X-Error-Code"] = code
+            if message:
+                headers["X-Error-Message"] = message
+            self._send(status, json.dumps({"error": message or code or "Not Found"}).encode(), headers, head)
+
+        def _send(self, status: int, body: bytes, headers: dict[str, str], head: bool) -> None:
+            self.send_response(status)
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if not head:
+                self.wfile.write(body)
+                hub._sent(len(body))
+
+    return Handler
