@@ -7,7 +7,7 @@ shows one of three stacks: encoder self-attention, decoder self-attention or cro
 import numpy as np
 import streamlit as st
 
-from posviz import app_state, figures
+from posviz import app_state, figures, settings
 from posviz.attention import without_tokens
 
 #: Attention stacks of an encoder-decoder model: URL value (``?stack=cross``) -> words.
@@ -24,11 +24,12 @@ lm = app_state.loaded_model(key)
 encoder_decoder = bool(lm.config.is_encoder_decoder)
 
 st.title("Attention")
+app_state.require_weights(lm, "through every attention layer")
 text, text_pair = app_state.sentence_inputs(lm)
 target = None
 if encoder_decoder:
     target = st.text_input(
-        "Target sentence (decoder input)", key="target", bind="query-params",
+        "Target sentence (decoder input)", key="target", bind="query-params", max_chars=settings.max_text_chars(),
         placeholder="empty: the source sentence",
         help="What the decoder reads: the target is tokenized as labels and shifted one token to the "
              "right behind the decoder start token, as in training. Empty: the (first) source sentence.")

@@ -15,6 +15,7 @@ st.markdown("What the first layer receives for each token: **"
             + " + ".join(["token"] + ["segment"] * bool(layout.segment) + ["position"] * bool(layout.position))
             + "** embeddings" + (", summed" if layout.segment or layout.position else "")
             + (", then the embedding LayerNorm." if layout.layernorm else f" ({lm.family} has no embedding LayerNorm)."))
+app_state.require_weights(lm, "through the embedding layer")
 text, text_pair = app_state.sentence_inputs(lm)
 if not text.strip():
     st.info("Type a sentence above to see its input representation.", icon=":material/edit:")

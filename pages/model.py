@@ -3,7 +3,7 @@
 import numpy as np
 import streamlit as st
 
-from posviz import app_state, figures
+from posviz import app_state, figures, settings
 
 key = app_state.current_model()
 lm = app_state.loaded_model(key)
@@ -22,10 +22,14 @@ facts = [
     ("Device", str(lm.device)),
     ("Dtype", str(lm.dtype).removeprefix("torch.")),
     ("Load time", f"{lm.load_seconds:.2f} s"),
+    ("Weights in memory", settings.human_bytes(lm.weight_bytes)),
 ]
 for row in (facts[:5], facts[5:]):
     for column, (label, value) in zip(st.columns(5), row):
         column.metric(label, value)
+if lm.positions_only:
+    st.caption("Positions only: config.json and the positional tensors were read, nothing else; the other "
+               "weights were never downloaded.")
 st.markdown(f"**Positional scheme:** {lm.scheme_label}")
 
 

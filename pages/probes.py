@@ -12,7 +12,7 @@ import pandas as pd
 import streamlit as st
 
 import posviz
-from posviz import app_state, figures, probes
+from posviz import app_state, figures, probes, settings
 
 #: Most positions the table probes read: a longer context is probed on its first positions.
 MAX_PROBED = 2048
@@ -116,12 +116,14 @@ else:
         arrays={names[s]: a.predictions for s, (a, _) in found.items()})
 
 st.subheader("Position in each layer's hidden states")
+app_state.require_weights(lm, "through every layer")
 source = st.radio("Text", list(TEXT_LABELS), horizontal=True, key="probe_text", bind="query-params",
                   format_func=TEXT_LABELS.get,
                   help="The built-in prose is the opening chapter of Jane Austen's Pride and Prejudice (1813, "
                        "public domain), longer than 512 tokens; the sentence is shared with the other pages.")
 if source == "sentence":
-    text = st.text_input("Sentence", value=app_state.DEFAULT_TEXT, key="text", bind="query-params")
+    text = st.text_input("Sentence", value=app_state.DEFAULT_TEXT, key="text", bind="query-params",
+                         max_chars=settings.max_text_chars())
 else:
     text = probes.BUILTIN_TEXT
 try:

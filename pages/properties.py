@@ -169,6 +169,7 @@ st.markdown(
     "attention does differently across tokens comes from positions. Each word from a list of common English "
     "words is used only if the tokenizer writes every copy as the same single token; the attention of layer 0 "
     "is averaged over the words.")
+app_state.require_weights(lm, "of one repeated word through the first layer")
 longest = min(properties.max_identical_length(lm), MAX_LENGTH)
 c1, c2, c3 = st.columns([2, 2, 1])
 length = c1.slider("Word tokens per input (L)", 3, longest, min(LENGTH, longest), key="length", bind="query-params")

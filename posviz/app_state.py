@@ -7,6 +7,7 @@ device, text), never by tensors, so moving a slider does not repeat a forward pa
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 from collections import OrderedDict
@@ -19,7 +20,7 @@ import torch
 from streamlit.runtime.pages_manager import PagesManager
 
 import posviz
-from posviz import figures
+from posviz import figures, settings
 from posviz.analysis import sample_positions
 from posviz.loading import BUNDLED_NAME
 
@@ -64,22 +65,109 @@ class ModelKey(NamedTuple):
     name: str | None
     revision: str | None
     device: str
+    positions_only: bool = False
 
 
-def key_for(name: str | None, revision: str | None = None, device: str = "auto") -> ModelKey:
+def key_for(name: str | None, revision: str | None = None, device: str = "auto",
+            positions_only: bool = False) -> ModelKey:
     """The cache key of what a user typed: the bundled model's name (or nothing) means the bundled model."""
     name = (name or "").strip()
-    return ModelKey(None if name in ("", BUNDLED_NAME) else name, (revision or "").strip() or None, device)
+    return ModelKey(None if name in ("", BUNDLED_NAME) else name, (revision or "").strip() or None, device,
+                    bool(positions_only))
 
 
 #: Most models kept in memory at once; the least recently used goes first.
 MAX_MODELS = 4
 
 
+class _Entry:
+    """One model of the store: loaded once (under its own lock), with its position encodings."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.model: posviz.LoadedModel | None = None
+        self.encodings: list[posviz.PositionEncoding] | None = None
+
+
+class ModelStore:
+    """The process-wide loaded models, shared by every session, least recently used first.
+
+    At most :data:`MAX_MODELS` models and :func:`posviz.settings.cache_budget` bytes of weights
+    stay loaded: after each load the least recently used others are dropped (the newest always
+    stays) and their memory is given back. A model loads under its own lock, so a session that
+    asks for a loaded model never waits behind another one's download.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[ModelKey, _Entry] = OrderedDict()
+        self.budget = settings.cache_budget()
+
+    def _entry(self, key: ModelKey) -> _Entry:
+        with self._lock:
+            entry = self._entries.setdefault(key, _Entry())
+            self._entries.move_to_end(key)
+            return entry
+
+    def _ready(self, key: ModelKey, progress: Callable[[str], None] | None = None) -> _Entry:
+        entry = self._entry(key)
+        with entry.lock:
+            if entry.model is None:
+                try:
+                    entry.model = posviz.load_model(key.name, revision=key.revision, device=key.device,
+                                                    progress=progress, positions_only=key.positions_only)
+                except posviz.ModelLoadError:
+                    with self._lock:
+                        if self._entries.get(key) is entry:
+                            del self._entries[key]
+                    raise
+                self._evict(keep=key)
+        return entry
+
+    def get(self, key: ModelKey, progress: Callable[[str], None] | None = None) -> posviz.LoadedModel:
+        """The model for ``key``, loaded now if needed.
+
+        Raises
+        ------
+        posviz.ModelLoadError
+        """
+        return self._ready(key, progress).model
+
+    def encodings(self, key: ModelKey) -> list[posviz.PositionEncoding]:
+        """:func:`posviz.position_encodings` of the model, computed once (they hold tensors: shared)."""
+        entry = self._ready(key)
+        with entry.lock:
+            if entry.encodings is None:
+                entry.encodings = posviz.position_encodings(entry.model)
+            return entry.encodings
+
+    def loaded(self) -> dict[ModelKey, int]:
+        """The loaded models and the bytes each holds, least recently used first."""
+        with self._lock:
+            return {key: entry.model.weight_bytes for key, entry in self._entries.items() if entry.model is not None}
+
+    def _evict(self, keep: ModelKey) -> None:
+        """Drop least recently used models until the count and the bytes fit, then free their memory."""
+        with self._lock:
+            def over() -> bool:
+                loaded = [e.model.weight_bytes for e in self._entries.values() if e.model is not None]
+                return len(loaded) > MAX_MODELS or sum(loaded) > self.budget
+
+            for key in [k for k in self._entries if k != keep]:
+                if not over():
+                    break
+                if self._entries[key].model is not None:
+                    LOG.info("dropping %s from the model cache", key)
+                    del self._entries[key]
+        gc.collect()
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+
+
 @st.cache_resource(show_spinner=False)
-def _model_store() -> tuple[OrderedDict, threading.Lock]:
-    """The process-wide models, least recently used first, and the lock that guards loading."""
-    return OrderedDict(), threading.Lock()
+def model_store() -> ModelStore:
+    """The process's :class:`ModelStore`."""
+    return ModelStore()
 
 
 def loaded_model(key: ModelKey, progress: Callable[[str], None] | None = None) -> posviz.LoadedModel:
@@ -92,14 +180,7 @@ def loaded_model(key: ModelKey, progress: Callable[[str], None] | None = None) -
     ------
     posviz.ModelLoadError
     """
-    models, lock = _model_store()
-    with lock:
-        if key not in models:
-            models[key] = posviz.load_model(key.name, revision=key.revision, device=key.device, progress=progress)
-            while len(models) > MAX_MODELS:
-                models.popitem(last=False)
-        models.move_to_end(key)
-        return models[key]
+    return model_store().get(key, progress)
 
 
 #: Most positions a position-position figure or a projection computes; wider ranges take a stride.
@@ -110,10 +191,9 @@ MAX_SHOWN_BIAS = 512
 ROTARY_BANDS = 4
 
 
-@st.cache_resource(show_spinner=False, max_entries=4)
 def position_encodings(key: ModelKey) -> list[posviz.PositionEncoding]:
-    """Cached :func:`posviz.position_encodings` (objects holding tensors: shared, not copied)."""
-    return posviz.position_encodings(loaded_model(key))
+    """The model's :func:`posviz.position_encodings`, kept with the model in the store."""
+    return model_store().encodings(key)
 
 
 def rotary_band(encoding: posviz.RotaryEncoding, band: int) -> slice:
@@ -252,40 +332,71 @@ def sidebar() -> ModelKey:
     for shared in SHARED_KEYS:
         if shared in st.session_state:
             st.session_state[shared] = st.session_state[shared]
+    hosted = settings.hosted()
     with st.sidebar:
         st.selectbox(
             "Model", PRESETS, key="model", accept_new_options=True, bind="query-params",
-            help="Pick a preset, or type any Hugging Face Hub id (org/name) or local folder and "
-                 "press Enter. Models other than the bundled one need a network the first time.")
+            help="Pick a preset, or type any Hugging Face Hub id (org/name)"
+                 + ("" if hosted else " or local folder") + " and press Enter. Models other than the bundled "
+                 "one need a network the first time.")
         st.text_input("Revision", key="revision", bind="query-params", placeholder="default branch",
                       help="Branch, tag or commit of a Hub model.")
         st.selectbox("Device", _devices(), key="device", bind="query-params",
                      help="auto: cuda, then mps, then cpu.")
+        st.toggle("Positions only (no weights)", key="positions_only", bind="query-params",
+                  help="Read only config.json and the positional tensors (byte ranges of the safetensors "
+                       "checkpoint): seconds for a model of any size. The pages that run sentences through "
+                       "the model need the full weights.")
         if st.toggle("Presentation mode", key="present", bind="query-params",
                      help="Large fonts and thick lines for a projector."):
             st.html(PRESENTATION_CSS)
-        choice = st.session_state.model
-        wanted = key_for(choice, st.session_state.revision, st.session_state.device)
+        wanted = key_for(st.session_state.model, st.session_state.revision, st.session_state.device,
+                         st.session_state.positions_only)
         key = wanted
         steps = st.empty()
         failed = st.session_state.setdefault("failed_models", {})
         try:
             if wanted in failed:  # asked before in this session: no second wait for the same failure
-                raise posviz.ModelLoadError(failed[wanted])
+                raise failed[wanted]
             loaded_model(wanted, progress=lambda message: steps.info(message, icon=":material/downloading:"))
             steps.empty()
             st.session_state["last_good_model"] = wanted
         except posviz.ModelLoadError as exc:
-            failed[wanted] = str(exc)
-            steps.error(str(exc) + " Pick another model above (or reload the page to try this one again); "
-                        "meanwhile the last model that loaded is shown.",
-                        icon=":material/warning:")
+            failed[wanted] = exc
+            with steps.container():
+                st.error(f"{exc} Pick another model above (or reload the page to try this one again); "
+                         "meanwhile the last model that loaded is shown.", icon=":material/warning:")
+                if isinstance(exc, posviz.ModelTooLargeError):
+                    st.button("Show its positions only", icon=":material/speed:", on_click=_set_positions_only,
+                              args=(True,))
             key = st.session_state.get("last_good_model", ModelKey(None, None, "auto"))
         if wanted.name is None and wanted.revision:
             st.caption("The bundled model has no revisions: the revision is ignored.")
         lm = loaded_model(key)
-        st.caption(f"Showing **{lm.name}** · {lm.family} · {lm.scheme_label} · {lm.device}")
+        weights = " · positions only" if lm.positions_only else ""
+        st.caption(f"Showing **{lm.name}** · {lm.family} · {lm.scheme_label} · {lm.device}{weights}")
+        if hosted:
+            budget = settings.human_bytes(settings.model_budget(lm.device))
+            st.caption(f"Hosted demo: Hub models with safetensors weights up to {budget} (larger ones: positions "
+                       f"only); sentences up to {settings.max_text_chars():,} characters.")
     return key
+
+
+def _set_positions_only(value: bool) -> None:
+    st.session_state.positions_only = value
+
+
+def require_weights(lm: posviz.LoadedModel, what: str) -> None:
+    """Stop the page (or the rest of it) with a way forward where only the positions were loaded.
+
+    ``what`` names what the view runs, e.g. "through every attention layer".
+    """
+    if lm.positions_only:
+        st.info(f"This view runs sentences {what}, which needs the model's full weights; only its positional "
+                "tensors are loaded. Load the whole model (if it fits this machine), or see the positions on the "
+                "Position similarity and Projection pages.", icon=":material/info:")
+        st.button("Load the full model", icon=":material/download:", on_click=_set_positions_only, args=(False,))
+        st.stop()
 
 
 def current_model() -> ModelKey:
@@ -377,10 +488,10 @@ def sentence_inputs(lm: posviz.LoadedModel) -> tuple[str, str | None]:
     left, right = st.columns(2)
     segments = lm.layout.segment is not None
     text = left.text_input("Sentence (segment A)" if segments else "Sentence", value=DEFAULT_TEXT,
-                           key="text", bind="query-params")
+                           key="text", bind="query-params", max_chars=settings.max_text_chars())
     text_pair = right.text_input(
         "Second sentence (segment B, optional)" if segments else "Second sentence (optional, joined by the tokenizer)",
-        value=DEFAULT_TEXT_PAIR, key="text_pair", bind="query-params")
+        value=DEFAULT_TEXT_PAIR, key="text_pair", bind="query-params", max_chars=settings.max_text_chars())
     return text, (text_pair or None)
 
 

@@ -1,0 +1,95 @@
+"""The app with Hub-scale models: positions only, the size guard, hosted mode and the model cache.
+
+AppTest runs the app (tests/apptest_support.py); models come from local folders, and in one test
+from the session's local Hub on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+import numpy as np
+import pytest
+
+import posviz
+from apptest_support import apptest_like_browser  # noqa: F401  the autouse AppTest shims
+from apptest_support import arr, assert_clean, figures, open_page
+from conftest import bundled_path
+from posviz import app_state
+
+
+def _info(at) -> str:
+    return " ".join(i.value for i in at.main.info)
+
+
+@pytest.mark.parametrize("page, what", [("input", "through the embedding layer"),
+                                        ("attention", "through every attention layer"),
+                                        ("word_order", "through the whole model, twice")])
+def test_positions_only_pages_that_need_weights_say_so(page, what):
+    at = open_page(page, {"positions_only": "true"})
+    assert_clean(at, page)
+    assert f"This view runs sentences {what}, which needs the model's full weights" in _info(at)
+    assert not at.get("plotly_chart")
+    at.button[0].click().run()  # "Load the full model"
+    assert at.sidebar.toggle(key="positions_only").value is False
+    assert_clean(at, page)
+    assert at.get("plotly_chart")
+
+
+def test_positions_only_position_pages_show_the_model_numbers(local_hub):
+    repo = local_hub.add("posviz-test/minilm-app", bundled_path())
+    at = open_page("similarity", {"model": repo, "positions_only": "true", "metric": "cosine"})
+    assert_clean(at, "similarity")
+    assert not at.sidebar.error
+    assert "positions only" in " ".join(c.value for c in at.sidebar.caption)
+    matrix = posviz.position_embeddings(posviz.load_model()).matrix
+    heatmap = arr(figures(at)[0]["data"][0]["z"])
+    unit = matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
+    np.testing.assert_allclose(heatmap, (unit @ unit.T)[:heatmap.shape[0], :heatmap.shape[1]], atol=1e-5)
+    assert not [r for r in local_hub.requests if r.endswith("/model.safetensors")]  # ranges only
+
+
+def test_too_large_model_offers_positions_only(tiny_path, monkeypatch):
+    monkeypatch.setenv("POSVIZ_MAX_MODEL_BYTES", "1kB")
+    folder = str(tiny_path("gpt2"))
+    at = open_page("model", {"model": folder})
+    errors = " ".join(e.value for e in at.sidebar.error)
+    assert "of weights, more than this machine can load (1 kB" in errors
+    assert "Showing **all-MiniLM-L6-v2 (bundled)**" in " ".join(c.value for c in at.sidebar.caption)
+    at.sidebar.button[0].click().run()  # "Show its positions only"
+    assert not at.sidebar.error
+    assert at.sidebar.toggle(key="positions_only").value is True
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Family"] == "gpt2" and metrics["Max tokens"] == "96"  # the tiny GPT-2 n_positions
+    assert at.sidebar.selectbox(key="model").value == folder  # what the user typed is kept
+
+
+def test_hosted_mode_refuses_folders_and_caps_text(tiny_path, monkeypatch):
+    monkeypatch.setenv("POSVIZ_HOSTED", "1")
+    at = open_page("input", {"model": str(tiny_path("bert"))})
+    assert "does not open files or folders on its server" in " ".join(e.value for e in at.sidebar.error)
+    assert "Hosted demo" in " ".join(c.value for c in at.sidebar.caption)
+    assert [t.max_chars for t in at.text_input if t.key in ("text", "text_pair")] == [2000, 2000]
+    assert_clean(at, "input")
+
+
+def test_store_keeps_count_and_bytes_bounded_and_frees_memory(tiny_path, monkeypatch):
+    keys = [app_state.key_for(str(tiny_path(f))) for f in ("bert", "gpt2", "llama")]
+    sizes = [posviz.load_model(key.name).weight_bytes for key in keys]
+    store = app_state.ModelStore()
+    assert sizes[2] < sizes[0]
+    store.budget = sizes[0] + sizes[1]  # room for the first two
+    first = weakref.ref(store.get(keys[0]))
+    store.get(keys[1])
+    assert list(store.loaded()) == keys[:2]
+    store.get(keys[2])  # the least recently used go until it fits
+    assert list(store.loaded()) == keys[1:]
+    assert sum(store.loaded().values()) <= store.budget
+    gc.collect()
+    assert first() is None  # the dropped model's tensors were given back
+    monkeypatch.setattr(app_state, "MAX_MODELS", 1)
+    store.budget = 10**12
+    store.get(keys[0])
+    assert list(store.loaded()) == [keys[0]]
+    assert store.encodings(keys[0]) is store.encodings(keys[0])  # computed once, kept with the model
