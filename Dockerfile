@@ -1,0 +1,45 @@
+# posviz as a Hugging Face Docker Space (also runs anywhere with Docker):
+#   docker build -t posviz . && docker run --rm -p 8501:8501 posviz
+# On a Space the app runs in hosted mode because Spaces set SPACE_ID (README, "Hosted demo").
+FROM python:3.11-slim
+
+ENV PYTHONUNBUFFERED=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PIP_ROOT_USER_ACTION=ignore
+
+# Debian's Chromium renders the SVG and PNG exports (kaleido 1.x); Liberation gives it the usual fonts.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends chromium fonts-liberation \
+    && rm -rf /var/lib/apt/lists/*
+ENV BROWSER_PATH=/usr/bin/chromium
+
+# Spaces run the container as uid 1000.
+RUN useradd -m -u 1000 user
+
+# The packages go into the system site-packages as root, so the app's user cannot change them.
+# PyPI's Linux torch wheel is the CUDA build (several GB of nvidia-* packages, no use on a CPU
+# Space); PyTorch's CPU index offers 2.13.0+cpu, which satisfies torch==2.13.0 and, as a local
+# version of it, is preferred by pip over PyPI's 2.13.0.
+COPY requirements.txt /tmp/requirements.txt
+RUN pip install --no-cache-dir --extra-index-url https://download.pytorch.org/whl/cpu \
+        -r /tmp/requirements.txt \
+    && rm /tmp/requirements.txt
+
+USER user
+ENV HOME=/home/user \
+    HF_HOME=/home/user/.cache/huggingface \
+    NUMBA_CACHE_DIR=/home/user/.cache/numba \
+    STREAMLIT_SERVER_HEADLESS=true \
+    STREAMLIT_BROWSER_GATHER_USAGE_STATS=false
+# Hub downloads (HF_HOME) and UMAP's compiled functions (NUMBA_CACHE_DIR) need writable folders.
+RUN mkdir -p "$HF_HOME" "$NUMBA_CACHE_DIR" "$HOME/app"
+
+WORKDIR $HOME/app
+COPY --chown=user . .
+
+EXPOSE 8501
+# slim has no curl: the standard library asks Streamlit's health endpoint (non-2xx raises, exit 1).
+HEALTHCHECK --interval=30s --timeout=10s --start-period=60s --retries=3 \
+    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://localhost:8501/_stcore/health', timeout=5)"]
+
+CMD ["python", "-m", "streamlit", "run", "app.py", "--server.port=8501", "--server.address=0.0.0.0"]
