@@ -44,6 +44,7 @@ else:
     other_name = other_lm.name
     n = min(encoding.num_positions, other_encoding.num_positions)
 
+app_state.clip_state("range", 0, n - 1)
 first, last = st.slider("Positions (both)", 0, n - 1, (0, min(n, app_state.MAX_SHOWN) - 1), key="range",
                         bind="query-params")
 mine, step = app_state.position_matrix(key, component, metric, first, last)
@@ -67,6 +68,7 @@ if against == "sinusoid" and encoding.scheme == "rotary":
                f"{width} with the same frequencies: with base 10 000 and no scaling the two are equal.")
 
 st.subheader("Position q against all, both")
+app_state.clip_state("q", first, last)
 q = st.number_input("q", first, last, min(max(128, first), last), key="q", bind="query-params")
 row = min(int(round((q - first) / step)), mine.shape[0] - 1)
 at = first + step * np.arange(mine.shape[0])

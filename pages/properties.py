@@ -96,6 +96,7 @@ else:
              else {"dot": "dot product P·Pᵀ", "cosine": "cosine"})
     metric = c1.radio("Proximity φ", ["dot", "cosine"], horizontal=True, key="metric", bind="query-params",
                       format_func=names.get, help="Wang et al. use the dot product.")
+    app_state.clip_state("count", 3, top)
     count = c2.slider(f"{encoding.axis_label.capitalize()}s 0 … N − 1", 3, top, min(top, 512), key="count",
                       bind="query-params", help=f"Consecutive rows only (offsets need them); at most {top}.")
     with st.spinner("Computing the properties …"):
@@ -172,6 +173,7 @@ st.markdown(
 app_state.require_weights(lm, "of one repeated word through the first layer")
 longest = min(properties.max_identical_length(lm), MAX_LENGTH)
 c1, c2, c3 = st.columns([2, 2, 1])
+app_state.clip_state("length", 3, longest)
 length = c1.slider("Word tokens per input (L)", 3, longest, min(LENGTH, longest), key="length", bind="query-params")
 words = c2.slider("Words averaged over", 1, 64, WORDS, key="words", bind="query-params",
                   help="One forward pass per word (in batches).")

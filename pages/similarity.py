@@ -37,6 +37,7 @@ normalize = c2.toggle("÷ maximum", key="normalize", bind="query-params",
 clip = c2.toggle("Clip colours", value=True, key="clip", bind="query-params",
                  help="A few outliers (position 0 of BERT-style models) otherwise take the whole colour scale. "
                       "Hover shows the true values either way.")
+app_state.clip_state("range", 0, n - 1)
 first, last = c3.slider(f"{axis.capitalize()}s (row numbers)", 0, n - 1, (0, min(n, app_state.MAX_SHOWN) - 1),
                         key="range", bind="query-params")
 
@@ -75,6 +76,7 @@ else:
 if matrix_2d is not None:
     with right:
         st.subheader(f"{axis.capitalize()} q against all")
+        app_state.clip_state("q", 0, n - 1)
         q = st.number_input("q", 0, n - 1, min(128, n - 1), key="q", bind="query-params",
                             help=f"Row number of the {axis}; with a stride, the nearest shown row is used.")
         everything, full_step = app_state.position_matrix(key, component, metric, 0, n - 1)

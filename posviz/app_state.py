@@ -94,12 +94,14 @@ class ModelStore:
 
     At most :data:`MAX_MODELS` models and :func:`posviz.settings.cache_budget` bytes of weights
     stay loaded: after each load the least recently used others are dropped (the newest always
-    stays) and their memory is given back. A model loads under its own lock, so a session that
-    asks for a loaded model never waits behind another one's download.
+    stays) and their memory is given back. A session that asks for a loaded model never waits
+    behind another one's load; loads run one at a time, because transformers' loading is not
+    thread-safe (it switches process-wide torch state while it builds a model on the meta device).
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._loading = threading.Lock()
         self._entries: OrderedDict[ModelKey, _Entry] = OrderedDict()
         self.budget = settings.cache_budget()
 
@@ -114,8 +116,9 @@ class ModelStore:
         with entry.lock:
             if entry.model is None:
                 try:
-                    entry.model = posviz.load_model(key.name, revision=key.revision, device=key.device,
-                                                    progress=progress, positions_only=key.positions_only)
+                    with self._loading:
+                        entry.model = posviz.load_model(key.name, revision=key.revision, device=key.device,
+                                                        progress=progress, positions_only=key.positions_only)
                 except posviz.ModelLoadError:
                     with self._lock:
                         if self._entries.get(key) is entry:
@@ -357,7 +360,7 @@ def sidebar() -> ModelKey:
         failed = st.session_state.setdefault("failed_models", {})
         try:
             if wanted in failed:  # asked before in this session: no second wait for the same failure
-                raise failed[wanted]
+                raise failed[wanted].with_traceback(None)
             loaded_model(wanted, progress=lambda message: steps.info(message, icon=":material/downloading:"))
             steps.empty()
             st.session_state["last_good_model"] = wanted
@@ -495,12 +498,30 @@ def sentence_inputs(lm: posviz.LoadedModel) -> tuple[str, str | None]:
     return text, (text_pair or None)
 
 
+def clip_state(key: str, low: int, high: int) -> None:
+    """Clip the kept value of widget ``key`` (a number or a (first, last) range) into ``low .. high``.
+
+    Call it before drawing a widget whose bounds depend on the model: a value kept from a larger
+    model (layer 11, positions 0-511) would otherwise exceed the new bounds.
+    """
+    value = st.session_state.get(key)
+    if isinstance(value, (int, float)):
+        clipped = type(value)(min(max(value, low), high))
+    elif isinstance(value, (tuple, list)) and len(value) == 2:
+        clipped = tuple(type(v)(min(max(v, low), high)) for v in value)
+    else:
+        return
+    if clipped != value:
+        st.session_state[key] = clipped
+
+
 def index_slider(column, label: str, count: int, key: str) -> int:
     """A 0-based index slider bound to the URL; with a single choice (a one-layer or one-head
     model) no slider, just the fact."""
     if count == 1:
         column.markdown(f"**{label}** 0 (the only one)")
         return 0
+    clip_state(key, 0, count - 1)
     return column.slider(label, 0, count - 1, 0, key=key, bind="query-params")
 
 

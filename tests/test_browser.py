@@ -13,32 +13,22 @@ where it fails: ``.ci/run`` installs it.
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import socket
-import subprocess
-import sys
 import time
 import urllib.parse
-import urllib.request
 from pathlib import Path
 
 import pytest
 
+from browser_support import CHROMIUM_ARGS, ROOT, chromium, log_tail, running_app
+
 pytestmark = pytest.mark.browser
 
-ROOT = Path(__file__).resolve().parents[1]
 SHOTS = ROOT / "artifacts" / "screenshots"
 LOG = ROOT / "artifacts" / "streamlit-browser-test.log"
 
-START_TIMEOUT_S = 60
 PAGE_TIMEOUT_MS = 90_000  # a cold UMAP on the Projection page takes a while on 2 CPU cores
 
-CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]
 
 # name -> (url path, heading the page must show)
 PAGES = {
@@ -56,88 +46,19 @@ EXCEPTION = '[data-testid="stException"]'
 ERROR_BOX = '[data-testid="stAlertContentError"]'
 
 
-def _chromium() -> str | None:
-    """The Chromium to drive: ``POSVIZ_CHROMIUM`` if set, else Debian's, else one on PATH."""
-    wanted = os.environ.get("POSVIZ_CHROMIUM")
-    if wanted:
-        return wanted if os.access(wanted, os.X_OK) else None
-    if os.access("/usr/bin/chromium", os.X_OK):
-        return "/usr/bin/chromium"
-    return shutil.which("chromium")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _log_tail(lines: int = 60) -> str:
-    """The end of the app's log, without colour codes or blank lines (for failure messages)."""
-    try:
-        text = LOG.read_text(errors="replace")
-    except OSError:
-        return "(no log)"
-    text = re.sub(r"\x1b\[[0-9;]*m", "", text)
-    kept = [line.rstrip() for line in text.splitlines() if line.strip()]
-    return "\n".join(kept[-lines:])
-
-
 @pytest.fixture(scope="module")
-def chromium_path():
-    path = _chromium()
-    if path is None:
-        reason = ("no Chromium (apt-get install chromium, or set POSVIZ_CHROMIUM to its path); "
-                  "Playwright's own browser download is not used")
-        if os.environ.get("CI"):
-            pytest.fail(reason)
-        pytest.skip(reason)
-    return path
-
-
-@pytest.fixture(scope="module")
-def app_url(chromium_path):
-    """Start the app on a free port; yield its base URL; stop it afterwards."""
-    port = _free_port()
-    LOG.parent.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONUNBUFFERED="1")
-    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-           "--server.port", str(port), "--server.address", "127.0.0.1",
-           "--browser.gatherUsageStats", "false"]
-    with open(LOG, "w") as log:
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"streamlit exited with {proc.returncode}:\n{_log_tail()}")
-            try:
-                with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as r:
-                    if r.read().decode().strip() == "ok":
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"streamlit not healthy after {START_TIMEOUT_S} s:\n{_log_tail()}")
-            time.sleep(0.5)
+def app_url():
+    """The app on a free port, offline on the bundled model; its base URL."""
+    with running_app(LOG, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1") as (base, _process):
         yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 @pytest.fixture(scope="module")
-def browser(chromium_path):
+def browser():
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=chromium_path, headless=True, args=CHROMIUM_ARGS)
+        b = pw.chromium.launch(executable_path=chromium(), headless=True, args=CHROMIUM_ARGS)
         yield b
         b.close()
 
@@ -151,6 +72,10 @@ def page(browser):
     p.on("pageerror", lambda exc: p.js_errors.append(str(exc)))
     yield p
     context.close()
+
+
+def _log_tail() -> str:
+    return log_tail(LOG)
 
 
 def open_page(page, url: str, name: str) -> None:
