@@ -373,6 +373,10 @@ def sidebar() -> ModelKey:
                     st.button("Show its positions only", icon=":material/speed:", on_click=_set_positions_only,
                               args=(True,))
             key = st.session_state.get("last_good_model", ModelKey(None, None, "auto"))
+            try:
+                loaded_model(key)
+            except posviz.ModelLoadError:  # the last good model cannot come back (offline, dropped): the bundled one
+                key = ModelKey(None, None, "auto")
         if wanted.name is None and wanted.revision:
             st.caption("The bundled model has no revisions: the revision is ignored.")
         lm = loaded_model(key)

@@ -283,12 +283,12 @@ def _load_positions(path: str, revision: str | None, config, layout: EmbeddingLa
     return model.base_model.eval()
 
 
-def _check_size(display: str, files: hub.WeightFiles, budget: int) -> None:
+def _check_size(display: str, files: hub.WeightFiles, budget: int, why: str) -> None:
     if files.total > budget:
         raise ModelTooLargeError(
             f"'{display}' has {human_bytes(files.total)} of weights, more than this machine can load "
-            f"({human_bytes(budget)}: 80 % of the free memory, or POSVIZ_MAX_MODEL_BYTES). Its positions "
-            "can still be read without the weights (positions only).", size=files.total, budget=budget)
+            f"({human_bytes(budget)}: {why}). Its positions can still be read without the weights "
+            "(positions only).", size=files.total, budget=budget)
 
 
 def load_model(name_or_path: str | None = None, *, revision: str | None = None, device: str = "auto",
@@ -333,7 +333,7 @@ def load_model(name_or_path: str | None = None, *, revision: str | None = None, 
     Raises
     ------
     ModelTooLargeError
-        A full load of weights larger than ``max_bytes``.
+        A full load of weights larger than ``max_bytes`` (never for the bundled model).
     ModelLoadError
         Unknown id or folder, no network and nothing cached, gated or forbidden repository,
         missing revision, not a transformers model, remote code needed, no tokenizer, pickle
@@ -389,7 +389,10 @@ def load_model(name_or_path: str | None = None, *, revision: str | None = None, 
                 f"'{display}' stores its weights only as PyTorch pickle files (.bin), which can run code when "
                 "loaded; this hosted demo loads safetensors only. Pick a repository with model.safetensors, "
                 "or run posviz on your own machine.")
-        _check_size(display, files, settings.model_budget(torch_device) if max_bytes is None else max_bytes)
+        if name and max_bytes is not None:
+            _check_size(display, files, max_bytes, "the limit given")
+        elif name:  # the bundled model ships with posviz: the default every visitor gets, always loaded
+            _check_size(display, files, settings.model_budget(torch_device), settings.model_budget_source())
     step("Loading the tokenizer …")
     offline = "; the Hub cannot be reached and the local cache has no tokenizer for it" if files is None else ""
     try:

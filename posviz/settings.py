@@ -65,6 +65,13 @@ def model_budget(device: torch.device) -> int:
     return _bytes_setting("POSVIZ_MAX_MODEL_BYTES", device)
 
 
+def model_budget_source() -> str:
+    """Where :func:`model_budget` comes from, in words, for messages."""
+    if os.environ.get("POSVIZ_MAX_MODEL_BYTES", "").strip():
+        return "set by POSVIZ_MAX_MODEL_BYTES"
+    return f"{FREE_MEMORY_SHARE:.0%} of the free memory; POSVIZ_MAX_MODEL_BYTES sets another limit"
+
+
 def cache_budget() -> int:
     """Most bytes of weights the app keeps loaded at once: ``POSVIZ_CACHE_BYTES``, else 80 % of
     the available RAM at the time of the call."""
