@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from posviz.encoding import encode
+from posviz.encoding import check_text, encode
 from posviz.loading import LoadedModel
 
 #: The stacks of an encoder-decoder model, as :meth:`AttentionPatterns.stack` names them.
@@ -131,11 +131,12 @@ def decoder_input(lm: LoadedModel, target: str) -> tuple[torch.Tensor, int]:
     Raises
     ------
     ValueError
-        When ``target`` is empty, or the config has neither ``decoder_start_token_id`` nor a
-        label to start with.
+        When ``target`` is empty or holds a lone surrogate (:func:`posviz.encoding.check_text`),
+        or the config has neither ``decoder_start_token_id`` nor a label to start with.
     """
     if not target or not target.strip():
         raise ValueError("Type a target sentence for the decoder.")
+    check_text(target, "target sentence")
     tok = lm.tokenizer
     if "text_target" in inspect.signature(tok.__call__).parameters:
         labels = tok(text_target=target, truncation=False, verbose=False)["input_ids"]
@@ -188,7 +189,8 @@ def attention(lm: LoadedModel, text: str, text_pair: str | None = None, *,
     Raises
     ------
     ValueError
-        When ``text`` is empty.
+        When ``text`` is empty or only whitespace, or ``text``, ``text_pair`` or ``target`` is
+        not valid Unicode text (a lone surrogate, :func:`posviz.encoding.check_text`).
     """
     encoded = encode(lm, text, text_pair)
     if not lm.config.is_encoder_decoder:

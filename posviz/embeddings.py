@@ -123,8 +123,9 @@ def input_embeddings(lm: LoadedModel, text: str, text_pair: str | None = None) -
     Raises
     ------
     ValueError
-        When ``text`` is empty, or the model's family is not in the registry (no known token
-        embedding module).
+        When ``text`` is empty or only whitespace, ``text`` or ``text_pair`` is not valid
+        Unicode text (a lone surrogate, :func:`posviz.encoding.check_text`), or the model's
+        family is not in the registry (no known token embedding module).
     """
     layout = lm.layout
     if not layout.token:

@@ -29,8 +29,98 @@ class EncodedInput:
     truncated: int
 
 
+def check_text(text: str, what: str = "sentence") -> None:
+    """Raise a readable ValueError when ``text`` is not Unicode text a tokenizer can read.
+
+    A Python string may hold lone surrogates (U+D800 to U+DFFF), which are not characters:
+    ``sys.argv`` and ``os.fsdecode`` turn every byte that is not UTF-8 into one
+    (``surrogateescape``, e.g. ``python -m posviz export --sentence $'caf\\xe9'``). The Rust
+    tokenizers refuse such a string with an unrelated ``TypeError``
+    ("TextEncodeInput must be Union[...]"), so it is caught here first.
+
+    Parameters
+    ----------
+    text : str
+    what : str
+        What the text is, for the message ("sentence", "second sentence", "target sentence").
+
+    Raises
+    ------
+    ValueError
+        When ``text`` holds a lone surrogate; the message names the first one and its position
+        (1-based, in characters).
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(
+            f"The {what} is not valid Unicode text: character {exc.start + 1} is a lone surrogate "
+            f"(U+{ord(text[exc.start]):04X}), usually a byte that is not UTF-8. Re-type it or save it as UTF-8."
+        ) from None
+
+
+def longest_first(n1: int, n2: int | None, budget: int) -> tuple[int, int | None]:
+    """How many tokens of each segment the tokenizers' ``longest_first`` truncation keeps.
+
+    The rule of the Rust ``tokenizers`` library (``truncation=True`` in transformers), which
+    decides from the two lengths alone: nothing is cut when both fit; else a shorter segment
+    of at most half the budget is kept whole and the longer one gets the rest; else both are
+    cut, the shorter to ``budget // 2`` and the longer to the rest (on equal lengths ``text``
+    counts as the shorter). ``tests/test_fuzz.py`` checks this against the tokenizer itself.
+
+    Parameters
+    ----------
+    n1, n2 : int
+        Tokens of segment A and B, special tokens not counted; ``n2`` None without segment B.
+    budget : int
+        Tokens the two may have together: the model's limit less the special tokens.
+
+    Returns
+    -------
+    k1, k2 : int
+        Tokens kept of segment A and B (``k2`` None without segment B).
+    """
+    if n2 is None:
+        return min(n1, budget), None
+    if n1 + n2 <= budget:
+        return n1, n2
+    shorter = min(n1, n2)
+    if 2 * shorter <= budget:
+        keep_short, keep_long = shorter, budget - shorter
+    else:
+        keep_short, keep_long = budget // 2, budget - budget // 2
+    return (keep_long, keep_short) if n1 > n2 else (keep_short, keep_long)
+
+
+def _kept_positions(segment: list[int | None], kept: tuple[int, int | None], from_end: bool) -> list[int]:
+    """Positions that survive truncation: every special token (segment None), and the first
+    ``kept[s]`` tokens of segment ``s`` (the last ones where the tokenizer truncates on the left)."""
+    order = range(len(segment) - 1, -1, -1) if from_end else range(len(segment))
+    seen = [0, 0]
+    positions = []
+    for i in order:
+        s = segment[i]
+        if s is None or seen[s] < kept[s]:
+            positions.append(i)
+        if s is not None:
+            seen[s] += 1
+    return sorted(positions)
+
+
 def encode(lm: LoadedModel, text: str, text_pair: str | None = None) -> EncodedInput:
     """Tokenize ``text`` (segment A) and ``text_pair`` (segment B), truncated to the model's length.
+
+    A ``text_pair`` that is None, empty or only whitespace is no second segment (the tokenizer
+    is called without one). Truncation is the tokenizer's own ``truncation=True``
+    (``longest_first``, on its ``truncation_side``) to :attr:`LoadedModel.max_tokens`, so
+    ``len(tokens) == min(n, lm.max_tokens)`` and ``truncated == max(0, n - lm.max_tokens)``,
+    with ``n`` the tokens of the untruncated input.
+
+    A fast tokenizer is called once, untruncated, and the tokens that truncation would drop are
+    then taken out of that encoding (:func:`longest_first`, special tokens kept where the
+    tokenizer put them): asking the Rust tokenizer to truncate a *pair* of long segments makes
+    it build every combination of their overflowing pieces, gigabytes for two 100 000-character
+    sentences (huggingface/tokenizers#2035). A Python tokenizer truncates itself.
 
     Segment ids are passed to the model only where its family has a segment table, so a model
     that would reuse another table for them (GPT-2 feeds ``token_type_ids`` through ``wte``) is
@@ -41,22 +131,39 @@ def encode(lm: LoadedModel, text: str, text_pair: str | None = None) -> EncodedI
     Raises
     ------
     ValueError
-        When ``text`` is empty or only whitespace.
+        When ``text`` is empty or only whitespace, ``text`` or ``text_pair`` holds a lone
+        surrogate (:func:`check_text`), or the model's limit is below the tokenizer's special
+        tokens.
     """
     if not text or not text.strip():
         raise ValueError("Type a sentence to see its tokens.")
+    check_text(text)
     pair = text_pair if text_pair and text_pair.strip() else None
+    if pair is not None:
+        check_text(pair, "second sentence")
     tok = lm.tokenizer
-    full = tok(text, pair, truncation=False, verbose=False)["input_ids"]
-    enc = tok(text, pair, truncation=True, max_length=lm.max_tokens, return_tensors="pt")
+    full = tok(text, pair, truncation=False, verbose=False)
+    n = len(full["input_ids"])
+    if n <= lm.max_tokens:
+        enc = dict(full)
+    elif not tok.is_fast:
+        enc = tok(text, pair, truncation=True, max_length=lm.max_tokens)
+    else:
+        segment = full.sequence_ids()  # per token: 0 (text), 1 (pair), None (special token)
+        lengths = [segment.count(0), segment.count(1) if pair is not None else None]
+        budget = lm.max_tokens - segment.count(None)
+        if budget < 0:
+            raise ValueError(f"{lm.name} takes {lm.max_tokens} tokens, fewer than its tokenizer's special tokens.")
+        kept_at = _kept_positions(segment, longest_first(*lengths, budget), from_end=tok.truncation_side == "left")
+        enc = {key: [values[i] for i in kept_at] for key, values in full.items()}
     keep = ["input_ids", "attention_mask"]
     segment_table = resolve(lm.model, lm.layout.segment) if lm.layout.segment else None
-    if segment_table is not None and "token_type_ids" in enc and enc["token_type_ids"].max() < segment_table.num_embeddings:
+    if segment_table is not None and "token_type_ids" in enc and max(enc["token_type_ids"]) < segment_table.num_embeddings:
         keep.append("token_type_ids")
-    model_inputs = {k: enc[k].to(lm.device) for k in keep if k in enc}
-    ids = enc["input_ids"][0].tolist()
+    model_inputs = {k: torch.tensor([enc[k]], dtype=torch.long, device=lm.device) for k in keep if k in enc}
+    ids = list(enc["input_ids"])
     return EncodedInput(
         tokens=tok.convert_ids_to_tokens(ids),
         model_inputs=model_inputs,
-        truncated=len(full) - len(ids),
+        truncated=n - len(ids),
     )
