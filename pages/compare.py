@@ -4,7 +4,7 @@ import numpy as np
 import streamlit as st
 
 import posviz
-from posviz import app_state, figures
+from posviz import app_state, figures, settings
 from posviz.positions.sinusoid import LAYOUTS
 
 key = app_state.current_model()
@@ -27,12 +27,14 @@ if against == "sinusoid":
     other_name = f"sinusoid, width {width} ({layout})"
     n = encoding.num_positions
 else:
-    other = c3.text_input("Other model (Hub id or local folder)", key="other", bind="query-params",
-                          placeholder="e.g. gpt2, ./my-model or all-MiniLM-L6-v2 (bundled)")
+    hosted = settings.hosted()
+    other = c3.text_input("Other model (Hub id)" if hosted else "Other model (Hub id or local folder)", key="other",
+                          bind="query-params", placeholder="e.g. gpt2" + ("" if hosted else ", ./my-model")
+                          + " or all-MiniLM-L6-v2 (bundled)")
     if not other.strip():
         st.info("Type a second model to compare with, or compare with the sinusoid.", icon=":material/edit:")
         st.stop()
-    other_key = app_state.key_for(other, device=key.device)
+    other_key = app_state.key_for(other, device=key.device, positions_only=key.positions_only)
     try:
         with st.spinner(f"Loading {other} …"):
             other_lm = app_state.loaded_model(other_key)

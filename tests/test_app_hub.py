@@ -19,6 +19,14 @@ from conftest import bundled_path
 from posviz import app_state
 
 
+@pytest.fixture(autouse=True)
+def empty_store():
+    """A new process-wide model store: models that other tests loaded would skip the size guard."""
+    app_state.model_store.clear()
+    yield
+    app_state.model_store.clear()
+
+
 def _info(at) -> str:
     return " ".join(i.value for i in at.main.info)
 
