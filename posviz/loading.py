@@ -376,9 +376,9 @@ def load_model(name_or_path: str | None = None, *, revision: str | None = None, 
         step("Reading the positional tensors (the other weights stay where they are) …")
         try:
             model = _load_positions(path, revision or None, config, layout, files, torch_device)
-        except hub.CheckpointError as exc:
-            raise ModelLoadError(f"The positions of '{display}' cannot be read on their own: {exc}. Load the full "
-                                 "model instead.") from exc
+        except (hub.CheckpointError, RuntimeError, TypeError) as exc:  # also: a model that cannot be built on meta
+            raise ModelLoadError(f"The positions of '{display}' cannot be read on their own: {_first_line(exc)}. "
+                                 "Load the full model instead.") from exc
         except (OSError, ValueError, KeyError) as exc:
             raise ModelLoadError(_explain(display, revision, exc)) from exc
         return LoadedModel(name=display, revision=revision or None, model=model, tokenizer=None, layout=layout,
