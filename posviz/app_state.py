@@ -81,11 +81,13 @@ MAX_MODELS = 4
 
 
 class _Entry:
-    """One model of the store: loaded once (under its own lock), with its position encodings."""
+    """One model of the store: loaded once (under its own lock), with its size in bytes and its
+    position encodings."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.model: posviz.LoadedModel | None = None
+        self.bytes = 0
         self.encodings: list[posviz.PositionEncoding] | None = None
 
 
@@ -124,6 +126,7 @@ class ModelStore:
                         if self._entries.get(key) is entry:
                             del self._entries[key]
                     raise
+                entry.bytes = entry.model.weight_bytes
                 self._evict(keep=key)
         return entry
 
@@ -147,13 +150,13 @@ class ModelStore:
     def loaded(self) -> dict[ModelKey, int]:
         """The loaded models and the bytes each holds, least recently used first."""
         with self._lock:
-            return {key: entry.model.weight_bytes for key, entry in self._entries.items() if entry.model is not None}
+            return {key: entry.bytes for key, entry in self._entries.items() if entry.model is not None}
 
     def _evict(self, keep: ModelKey) -> None:
         """Drop least recently used models until the count and the bytes fit, then free their memory."""
         with self._lock:
             def over() -> bool:
-                loaded = [e.model.weight_bytes for e in self._entries.values() if e.model is not None]
+                loaded = [e.bytes for e in self._entries.values() if e.model is not None]
                 return len(loaded) > MAX_MODELS or sum(loaded) > self.budget
 
             for key in [k for k in self._entries if k != keep]:
