@@ -1,5 +1,7 @@
 """``python -m bench``: the same as ``python bench/run.py``."""
 
+import sys
+
 from bench.run import main
 
-main()
+sys.exit(main())

@@ -1,440 +1,230 @@
-"""posviz benchmark: how long each page's data takes, and how many bytes its figures send.
+"""posviz benchmark: each figure of issue 6 against its goal and against the obvious alternative.
 
 Run from the repository root::
 
-    python bench/run.py [--repeat 5] [--fresh-repeat 3] [--json bench/results.json]
-    python -m bench     (the same)
+    python -m bench [--repeat 3] [--json bench/results.json] [--only browser,hub,library]
+    python bench/run.py     (the same)
 
-Everything runs on the bundled all-MiniLM-L6-v2 (``posviz.load_model()``, offline; BERT, 512
-positions x 384, 6 layers x 12 heads). Times are wall-clock ``time.perf_counter()`` seconds.
+Everything runs offline on the bundled all-MiniLM-L6-v2 (BERT, 512 positions x 384, 6 layers x 12
+heads). Each case runs ``--repeat`` times (servers, processes and browser visits included) and
+the table shows the median, min and max; ``1st call`` is an extra first call of an in-process
+case (imports, lazy initialisation), not counted in the median. Times are wall-clock seconds,
+sizes bytes (MB = 10^6 B). Sections, numbered as in the issue:
 
-What it measures
-----------------
-1. Model load. *fresh*: ``posviz.load_model()`` in a new Python process (``subprocess``); the
-   child times the call itself and prints its figures as JSON, and the parent also times the
-   whole child (interpreter start, ``import posviz``, load, UMAP below, exit). *warm*: further
-   ``load_model()`` calls in this process, after a first one.
-2. Page data, in this process on the model's own device: ``position_embeddings``, ``similarity``
-   (dot and cosine, 512 x 512), ``row_profile`` (q = 128), ``project`` PCA 2-D, ``input_embeddings``
-   and ``attention`` of the app's default sentence pair, and ``attention`` of a 512-token input.
-3. UMAP 2-D of the 512 position vectors (``project(..., "umap")``). *fresh*: the first call in the
-   child process of 1, numba compilation included. *warm*: the child's second call, and calls in
-   this process after the app's own warm-up (``app_state.warm_up`` runs UMAP on a 64 x 8 array).
-4. Bytes a figure sends to the browser: ``len(plotly.io.to_json(fig, validate=False).encode())``
-   on ``plotly.tools.return_figure_from_figure_or_data(fig, validate_figure=True)``, which is
-   what ``st.plotly_chart`` puts in its message (streamlit/elements/plotly_chart.py; the script
-   checks that the plain ``to_json(fig)`` gives the same bytes). The 512 x 512 dot-product
-   heatmap of the similarity page (``figures.position_heatmap``) is sent as built (numpy float32,
-   base64 typed arrays) and with its x, y and z replaced by Python lists (``matrix.tolist()``);
-   then the attention page's three figures for a 512-token input (layer 0, head 0: the head's
-   heatmap, the mean over heads, the 12-head grid). The time to build each figure
-   (``posviz.figures``) and to serialize it as Streamlit does is reported too, and how many of
-   the bytes are plotly's escaping of "/" as ``\\u002f`` inside the base64 data.
-5. Where ``torch.cuda.is_available()``: the cases of 2 again with the model on cuda (each call
-   followed by ``torch.cuda.synchronize()``), beside the cpu figures; otherwise "no GPU".
-6. The similarity page of a long-context model: a randomly initialised Llama-style config with
-   131,072 positions (rotary), saved and loaded like a user's folder, beside the bundled model:
-   the time to compute the page's position-position matrix and the bytes of its heatmap, for the
-   default range and for the full range (shown every k-th position, at most 2,048 per side).
+1. Cold start: ``streamlit run app.py`` (through ``bench/serve.py``, which only adds counters) on a
+   free port, until Chromium draws the first chart of ``/``; then every page, from its navigation
+   to its first chart (a new session each; the browser's cache warm). Also, per fresh process:
+   ``import posviz`` and ``load_model()``.
+2. Payload: the websocket frames the browser receives (one Streamlit message each) for the
+   similarity page's 512 x 512 heatmap and for the attention page of a 512-token sentence; and,
+   built in this process as the app builds them, the same figures against the naive alternative
+   (the heatmap from Python lists) and against every layer and head at once.
+3. Positions without weights: ``load_model(repo, positions_only=True)`` against
+   ``AutoModel.from_pretrained(repo)`` through a local Hub, time and bytes (``bench/hub.py``).
+4. UMAP of the 512 positions: in a fresh process, warm, after the app's warm-up; in the app,
+   ``/projection`` opened as the first visit of a server that has been up 30 s, its reload,
+   a 3-D UMAP after it, and ``/projection`` 30 s after a first visit of ``/``.
+5. Reruns: the server's time for one rerun (``bench/serve.py``: until the browser is told the run
+   has finished) after one ArrowRight on the attention page's layer slider and after typing q on
+   the similarity page, the browser's time for the same (key press until the charts changed and
+   the script finished), and the forward passes those reruns ran (posviz.attention,
+   posviz.input_embeddings, posviz.similarity calls).
+6. Compute on cpu, and on cuda against cpu where a GPU is present ("no GPU" otherwise); a
+   randomly initialised Llama-style model with 32,768 positions (rotary), on each device.
 
-Each in-process case is called once first (timed on its own: the "1st call" column, which holds
-imports and lazy initialisation) and then ``--repeat`` times; the table gives the median, min and
-max of those repeats. Fresh-process cases run ``--fresh-repeat`` children (default 3, each about
-20 s on 2 cores, mostly numba compiling UMAP), one after another so they never share the CPU.
-Times are only as good as an idle machine: the script warns on stderr when the load average is
-high, and the table's header shows the 1-minute load average before and after. The table is
-printed last, on stdout; progress goes to stderr. ``--json PATH`` also writes every figure (each
-single measurement included) as JSON; without it nothing is written.
+The goals are the issue's; every goal is judged in one place (``bench/report.py``) and listed
+after the figures, last. The exit status is 1 when a goal is missed (a skipped goal, e.g. without
+a GPU or Chromium, is no miss). Times are only as good as an idle machine: the header shows the
+1-minute load average before and after. Progress goes to stderr, the table to stdout; ``--json``
+also writes every single measurement.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import datetime
 import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
+import tempfile
 import time
-import warnings
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+if __package__ in (None, ""):  # python bench/run.py
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-# Quiet third-party progress bars and chatter, here and in the children (they inherit os.environ).
+# Quiet progress bars and chatter, here and in the children (they inherit os.environ).
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-TEXT = "The cat chased the dog"            # posviz.app_state.DEFAULT_TEXT
-TEXT_PAIR = "The dog chased the cat"       # posviz.app_state.DEFAULT_TEXT_PAIR
-LONG_TEXT = " ".join([TEXT + "."] * 120)   # ~720 tokens, truncated by posviz to the model's 512
+from bench import browser, hub, library  # noqa: E402
+from bench.report import Results, evaluate, log, print_table  # noqa: E402
+
+PARTS = ("hub", "library", "browser")
+GOALS = dict(cold_start_s=8.0, heatmap_bytes=1.5e6, attention_page_bytes=3e6, umap_first_s=3.0, umap_warm_s=1.0,
+             rerun_s=0.2)
 
 
-def log(msg: str) -> None:
-    print(f"[bench] {msg}", file=sys.stderr, flush=True)
+def _median(values: list[float]) -> float | None:
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
 
 
-def _quiet() -> None:
-    warnings.simplefilter("ignore")
-    try:
-        import transformers
-
-        transformers.utils.logging.set_verbosity_error()
-        transformers.utils.logging.disable_progress_bar()
-    except Exception:  # noqa: BLE001  (cosmetic only)
-        pass
+def _heatmap_bytes(visit: dict) -> int:
+    """The similarity page's position heatmap among a visit's charts (title "P·Pᵀ, positions …")."""
+    return max(size for title, size in visit["charts"].items() if title.startswith("P·Pᵀ, positions"))
 
 
-# ----------------------------------------------------------------------------- fresh-process child
+def browser_rows(res: Results, cold: list[dict], idle: list[dict]) -> None:
+    """Rows and goals of the browser runs (sections 1, 2, 4, 5)."""
+    def add(section: str, case: str, values: list, unit: str = "s", note: str = "") -> dict:
+        return res.add(section, case, [v for v in values if v is not None], unit=unit, note=note)
 
-def child_main() -> None:
-    """Fresh process: import posviz, load the model, run UMAP twice; print the times as JSON."""
-    t0 = time.perf_counter()
-    import posviz
+    sec = "1 cold start"
+    row = add(sec, "streamlit run → first chart of / drawn", [c["first_chart_s"] for c in cold])
+    res.goal(sec, "first chart within 8 s of streamlit run", row["median"], GOALS["cold_start_s"], "s")
+    for name in browser.PAGES:
+        visits = [c["pages"][name] for c in cold]
+        add(sec, f"page {name}: navigation → first chart", [v["chart_s"] for v in visits],
+            note=f"script done {_median([v['idle_s'] for v in visits]):.2f} s, "
+                 f"{_median([v['ws_bytes'] for v in visits]) / 1e6:.2f} MB sent")
 
-    t1 = time.perf_counter()
-    _quiet()
-    t2 = time.perf_counter()
-    lm = posviz.load_model()
-    t3 = time.perf_counter()
-    pe = posviz.position_embeddings(lm)
-    t4 = time.perf_counter()
-    posviz.project(pe.tensor, "umap")
-    t5 = time.perf_counter()
-    posviz.project(pe.tensor, "umap")
-    t6 = time.perf_counter()
-    print(json.dumps(dict(import_s=t1 - t0, load_s=t3 - t2, load_seconds_attr=lm.load_seconds,
-                          device=str(lm.device), umap_cold_s=t5 - t4, umap_warm_s=t6 - t5)))
+    sec = "2 payload"
+    heat = add(sec, "wire: similarity heatmap 512x512 (its message)",
+               [_heatmap_bytes(c["pages"]["similarity"]) for c in cold], unit="B")
+    add(sec, "wire: similarity page, all messages", [c["pages"]["similarity"]["ws_bytes"] for c in cold], unit="B")
+    long = [c["pages"]["attention, 512 tokens"] for c in cold]
+    page = add(sec, "wire: attention page, 512 tokens, all messages", [v["ws_bytes"] for v in long], unit="B")
+    for title in long[0]["charts"]:
+        add(sec, f"  chart '{title[:40]}'", [v["charts"].get(title) for v in long], unit="B")
+    add(sec, "wire: attention 512 tokens, one layer-slider rerun", [i["layer_slider_512"]["ws_bytes"] for i in idle],
+        unit="B")
+    res.goal(sec, "similarity heatmap on the wire", heat["median"], GOALS["heatmap_bytes"], "B")
+    res.goal(sec, "attention page (512 tokens) on the wire", page["median"], GOALS["attention_page_bytes"], "B")
 
+    sec = "4 umap"
+    first = add(sec, "app: /projection UMAP, 1st visit, server up 30 s", [i["umap_first"]["chart_s"] for i in idle])
+    warm = add(sec, "app: /projection UMAP, reload (cached)", [i["umap_reload"]["chart_s"] for i in idle])
+    add(sec, "app: /projection 3-D UMAP after it (computed)", [i["umap_3d"]["chart_s"] for i in idle])
+    add(sec, "app: /projection UMAP, 30 s after a 1st visit of /", [c["umap_after_visit"]["chart_s"] for c in cold],
+        note="the visit started the app's warm-up")
+    res.goal(sec, "UMAP page, 1st chart on a server up 30 s", first["median"], GOALS["umap_first_s"], "s")
+    res.goal(sec, "UMAP page, 1st chart warm (reload)", warm["median"], GOALS["umap_warm_s"], "s")
 
-def run_children(n: int) -> list[dict]:
-    out = []
-    for i in range(n):
-        log(f"fresh process {i + 1}/{n}: import posviz, load_model(), UMAP x2 …")
-        start = time.perf_counter()
-        proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child"],
-                              cwd=ROOT, capture_output=True, text=True)
-        wall = time.perf_counter() - start
-        if proc.returncode != 0:
-            sys.stderr.write(proc.stderr[-4000:])
-            raise SystemExit(f"fresh-process child failed with exit status {proc.returncode}")
-        result = json.loads(proc.stdout.strip().splitlines()[-1])
-        result["child_wall_s"] = wall
-        out.append(result)
-    return out
-
-
-# ----------------------------------------------------------------------------- measurement helpers
-
-class Results:
-    def __init__(self) -> None:
-        self.rows: list[dict] = []
-
-    def add(self, section: str, case: str, values: list[float], unit: str = "s",
-            first: float | None = None, note: str = "") -> dict:
-        row = dict(section=section, case=case, unit=unit, n=len(values), values=values,
-                   median=statistics.median(values), min=min(values), max=max(values),
-                   first=first, note=note)
-        self.rows.append(row)
-        return row
-
-    def add_note(self, section: str, case: str, note: str) -> None:
-        self.rows.append(dict(section=section, case=case, unit="", n=0, values=[], median=None,
-                              min=None, max=None, first=None, note=note))
+    sec = "5 reruns"
+    calls = 0
+    for key, what, goal in (("layer_slider", "attention: layer slider +1", True),
+                            ("layer_slider_512", "attention 512 tokens: layer slider +1", False),
+                            ("similarity_q", "similarity: q = 200", True)):
+        acts = [i[key] for i in idle]
+        server = add(sec, f"{what}, server", [a["server_s"] for a in acts],
+                     note=f"{_median([a['runs'] for a in acts]):g} run(s)")
+        add(sec, f"{what}, server incl. Streamlit's gc", [a["server_total_s"] for a in acts])
+        add(sec, f"{what}, browser (key → idle)", [a["browser_s"] for a in acts])
+        calls += sum(len(a["calls"]) for a in acts)
+        if goal:
+            res.goal(sec, f"{what}: server time", server["median"] if server["n"] else None, GOALS["rerun_s"], "s",
+                     skip_reason="" if server["n"] else "no server times logged")
+    res.add(sec, "forward passes run by those reruns", [calls], unit="n")
+    res.goal(sec, "no forward pass repeated on a rerun", calls, 0, "n")
 
 
-def timed(fn, repeat: int, sync=None) -> tuple[float, list[float]]:
-    """(first call, [repeat further calls]) in seconds; ``sync`` runs inside each timing."""
-    def once() -> float:
-        start = time.perf_counter()
-        fn()
-        if sync:
-            sync()
-        return time.perf_counter() - start
-
-    first = once()
-    return first, [once() for _ in range(repeat)]
-
-
-def compute_cases(lm, repeat: int, res: Results, section: str, sync=None) -> dict[str, dict]:
-    """Section 2: the data of each page on ``lm``'s device. Returns the rows by case name."""
-    import posviz
-
-    pe = posviz.position_embeddings(lm)
-    full = posviz.similarity(pe.tensor, "dot")
-    cases = {
-        "position_embeddings": lambda: posviz.position_embeddings(lm),
-        "similarity dot 512x512": lambda: posviz.similarity(pe.tensor, "dot"),
-        "similarity cosine 512x512": lambda: posviz.similarity(pe.tensor, "cosine"),
-        "row_profile q=128": lambda: posviz.row_profile(full, 128, normalize="max"),
-        "project pca 2-D (512x384)": lambda: posviz.project(pe.tensor, "pca", 2),
-        "input_embeddings default pair": lambda: posviz.input_embeddings(lm, TEXT, TEXT_PAIR),
-        "attention default pair": lambda: posviz.attention(lm, TEXT, TEXT_PAIR),
-        "attention 512 tokens": lambda: posviz.attention(lm, LONG_TEXT),
-    }
-    rows = {}
-    for name, fn in cases.items():
-        log(f"{section}: {name}")
-        first, values = timed(fn, repeat, sync)
-        rows[name] = res.add(section, name, values, first=first)
-    return rows
+def library_rows(res: Results, payload: dict, long: dict, gpu: str | None) -> None:
+    """The goals of the library's figures (sections 2 and 6) where the browser gave none."""
+    if not any(g.section == "2 payload" for g in res.goals):
+        res.goal("2 payload", "similarity heatmap (library, no browser)", payload["heatmap"], GOALS["heatmap_bytes"], "B")
+        res.goal("2 payload", "attention page 512 tokens (library, no browser)", payload["attention"],
+                 GOALS["attention_page_bytes"], "B")
+    full = [k for k in long if k.endswith(" cpu") and not k.startswith("0-2047")][0].removesuffix(" cpu")
+    ratio = long[f"{full} cpu"] / long[f"{full} cuda"] if gpu else None
+    res.goal("6 long context", f"32k Llama, matrix {full}: cpu ÷ cuda", ratio, 1.0, "x", ">=",
+             skip_reason="" if gpu else "no GPU")
 
 
-def streamlit_spec(fig) -> str:
-    """The JSON ``st.plotly_chart`` puts in its message (streamlit/elements/plotly_chart.py)."""
-    import plotly.io as pio
-    from plotly.tools import return_figure_from_figure_or_data
-
-    return pio.to_json(return_figure_from_figure_or_data(fig, validate_figure=True), validate=False)
-
-
-def figure_bytes(fig) -> tuple[int, int]:
-    """(bytes as Streamlit sends them, bytes of a plain ``to_json(fig, validate=False)``)."""
-    import plotly.io as pio
-
-    return len(streamlit_spec(fig).encode()), len(pio.to_json(fig, validate=False).encode())
+def machine() -> dict:
+    """CPU model, cores, RAM (GB), Python and the date, from /proc where there is one."""
+    cpu, ram = platform.processor() or platform.machine(), None
+    with contextlib.suppress(OSError, StopIteration):
+        cpu = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
+    with contextlib.suppress(OSError, StopIteration):
+        ram = round(next(int(line.split()[1]) for line in open("/proc/meminfo") if line.startswith("MemTotal")) / 1e6, 1)
+    return dict(cpu=cpu, cores=os.cpu_count(), ram_gb=ram, python=platform.python_version(),
+                date=datetime.date.today().isoformat())
 
 
-def _mb(n: int) -> str:
-    return f"{n / 1e6:.2f} MB"
+def header(meta: dict) -> str:
+    """The table's first line: what ran where."""
+    versions = " · ".join(f"{k} {meta[k]}" for k in ("torch", "streamlit", "plotly") if meta.get(k))
+    return (f"posviz bench · {meta['cores']} cores ({meta['cpu']}) · {meta['ram_gb']} GB RAM · "
+            f"{meta.get('gpu') or 'no GPU'} · {versions} · python {meta['python']} · {meta['date']} · "
+            f"repeat {meta['repeat']} · total {meta['total_s']:.0f} s · load avg {meta['load_start']:.1f} → "
+            f"{meta['load_end']:.1f}")
 
 
-# ----------------------------------------------------------------------------- main
-
-def fmt_time(v: float | None) -> str:
-    if v is None:
-        return ""
-    return f"{v * 1e3:.2f} ms" if v < 1 else f"{v:.2f} s"
-
-
-def fmt(v, unit: str) -> str:
-    if v is None:
-        return ""
-    if unit == "B":
-        return f"{int(v):,} B"
-    if unit == "x":
-        return f"{v:.2f}x"
-    return fmt_time(v)
-
-
-def print_table(res: Results, meta: dict) -> None:
-    head = ["section", "case", "median", "min", "max", "n", "1st call", "note"]
-    body = [[r["section"], r["case"], fmt(r["median"], r["unit"]), fmt(r["min"], r["unit"]),
-             fmt(r["max"], r["unit"]), str(r["n"]) if r["n"] else "", fmt_time(r["first"]), r["note"]]
-            for r in res.rows]
-    widths = [max(len(row[i]) for row in [head] + body) for i in range(len(head))]
-    right = {2, 3, 4, 5, 6}
-
-    def line(cells):
-        return "  ".join(c.rjust(w) if i in right else c.ljust(w)
-                         for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
-
-    print()
-    print(f"posviz bench · {meta['model']} · torch {meta['torch']} ({meta['torch_threads']} threads) · "
-          f"plotly {meta['plotly']} (json engine: {meta['plotly_json_engine']}) · {meta['cpu_count']} CPUs · "
-          f"python {meta['python']} · total {meta['total_s']:.0f} s · load avg "
-          f"{meta['loadavg_1min_start']:.1f} → {meta['loadavg_1min_end']:.1f}")
-    print(line(head))
-    print(line(["-" * w for w in widths]))
-    last = None
-    for r, cells in zip(res.rows, body):
-        if last is not None and r["section"] != last:
-            print()
-        last = r["section"]
-        print(line(cells))
-    sys.stdout.flush()
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+def main(argv: list[str] | None = None) -> int:
+    """Run the bench; print the table last; return the exit status (1: a goal missed)."""
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repeat", type=int, default=5, help="timed calls per in-process case (default 5)")
-    parser.add_argument("--fresh-repeat", type=int, default=3,
-                        help="fresh child processes for load/UMAP cold (default 3, ~30 s each)")
-    parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON to PATH")
-    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each case (default 3; the median is shown)")
+    parser.add_argument("--json", metavar="PATH", help="also write every figure as JSON to PATH")
+    parser.add_argument("--only", default=",".join(PARTS),
+                        help=f"comma-separated parts to run, of {', '.join(PARTS)} (default all)")
     args = parser.parse_args(argv)
-    if args.child:
-        _quiet()
-        child_main()
-        return
-    if args.repeat < 1 or args.fresh_repeat < 1:
-        parser.error("--repeat and --fresh-repeat must be at least 1")
+    parts = set(args.only.split(","))
+    if args.repeat < 1 or not parts <= set(PARTS):
+        parser.error(f"--repeat must be at least 1; --only takes {', '.join(PARTS)}")
 
-    t_start = time.perf_counter()
-    load_before = os.getloadavg()[0]
-    if load_before > 0.5 * (os.cpu_count() or 1):
-        log(f"warning: load average {load_before:.1f} on {os.cpu_count()} CPUs: other processes will skew the times")
-    res = Results()
-
-    # 1 + 3, fresh processes first, before this process takes memory and CPU caches.
-    children = run_children(args.fresh_repeat)
-
-    log("import posviz in this process …")
-    import numpy as np
     import plotly
-    import plotly.graph_objects as go
-    import plotly.io as pio
-    import torch
+    import streamlit
 
-    import posviz
-    from posviz import figures
-    from posviz.analysis import sample_positions
-    _quiet()
-
-    res.add("1 load", "load_model() fresh process (child's own timing)", [c["load_s"] for c in children],
-            note=f"device {children[0]['device']}")
-    res.add("1 load", "import posviz fresh process", [c["import_s"] for c in children])
-    res.add("1 load", "whole child (start, import, load, UMAP x2, exit)", [c["child_wall_s"] for c in children])
-    log("load_model() warm …")
-    first_load, warm_loads = timed(lambda: posviz.load_model(), args.repeat)
-    res.add("1 load", "load_model() warm (same process)", warm_loads, first=first_load)
-    lm = posviz.load_model()
-
-    # 2: page data on the default device.
-    cpu_rows = compute_cases(lm, args.repeat, res, f"2 data ({lm.device})")
-
-    # 3: UMAP.
-    pe = posviz.position_embeddings(lm)
-    res.add("3 umap", "project umap 2-D fresh process (numba compile incl.)", [c["umap_cold_s"] for c in children])
-    res.add("3 umap", "project umap 2-D, 2nd call in the fresh process", [c["umap_warm_s"] for c in children])
-    log("UMAP: the app's warm-up (64 x 8), then the 512 positions …")
     start = time.perf_counter()
-    posviz.project(np.random.default_rng(0).normal(size=(64, 8)), "umap")  # = app_state.warm_up()
-    warm_up = time.perf_counter() - start
-    res.add("3 umap", "app_state.warm_up() equivalent (UMAP 64x8, 1st in process)", [warm_up])
-    first_umap, warm_umap = timed(lambda: posviz.project(pe.tensor, "umap"), args.repeat)
-    res.add("3 umap", "project umap 2-D after warm-up (same process)", warm_umap, first=first_umap)
-
-    # 4: bytes to the browser.
-    log("figure bytes …")
-    sec = "4 bytes"
-    full = posviz.similarity(pe.tensor, "dot")
-    n = full.shape[0]
-    title = f"P·Pᵀ between positions 0–{n - 1}"
-
-    def build_np():
-        return figures.position_heatmap(full, 0, title, "P·Pᵀ", clip=True)
-
-    def build_lists():
-        # A new trace from lists: updating z of the built trace would keep it a float32 array.
-        fig = figures.position_heatmap(full, 0, title, "P·Pᵀ", clip=True)
-        spec = fig.data[0].to_plotly_json()
-        spec.update(z=full.tolist(), x=list(range(n)), y=list(range(n)))
-        return go.Figure(data=[go.Heatmap(spec)], layout=fig.layout)
-
-    same = []
-
-    def measure_figure(label: str, build) -> int:
-        """Rows for one figure: bytes sent, build time, Streamlit's serialization time."""
-        t_build, builds = timed(build, args.repeat)
-        fig = build()
-        spec = streamlit_spec(fig)
-        sent, plain = figure_bytes(fig)
-        same.append(sent == plain)
-        escapes = 5 * spec.count("\\u002f")
-        res.add(sec, label, [sent], unit="B", note=_mb(sent) + (
-            f", of which {escapes:,} B are '/' escaped as \\u002f" if escapes > 1000 else ""))
-        res.add(sec, "  build (posviz.figures)", builds, first=t_build)
-        t_ser, ser = timed(lambda: streamlit_spec(fig), args.repeat)
-        res.add(sec, "  serialize (to_dict + to_json)", ser, first=t_ser)
-        return sent
-
-    np_b = measure_figure(f"similarity heatmap {n}x{n} (numpy float32, as built)", build_np)
-    li_b = measure_figure(f"similarity heatmap {n}x{n} (z, x, y as Python lists)", build_lists)
-    res.add(sec, "  lists / numpy", [li_b / np_b], unit="x")
-    raw = full.astype(np.float32).nbytes
-    res.add(sec, f"  (raw float32 z: {raw:,} B; base64 of it)", [4 * -(-raw // 3)], unit="B")
-
-    att = posviz.attention(lm, LONG_TEXT)
-    layer, head = 0, 0
-    patterns = att.patterns[layer]
-    tokens = att.tokens
-    k = len(tokens)
-    att_figs = {
-        f"attention {k} tok: head heatmap": lambda: figures.token_heatmap(
-            patterns[head], tokens, f"Layer {layer}, head {head}", "weight", "query", "key", zmin=0),
-        f"attention {k} tok: mean over heads": lambda: figures.token_heatmap(
-            patterns.mean(axis=0), tokens, f"Layer {layer}, mean over heads", "weight", "query", "key", zmin=0),
-        f"attention {k} tok: {patterns.shape[0]}-head grid": lambda: figures.heads_grid(
-            patterns, f"Layer {layer}: every head (rows = queries, columns = keys)"),
-    }
-    total = sum(measure_figure(label, build) for label, build in att_figs.items())
-    res.add(sec, f"attention {k} tok: page total (3 figures)", [total], unit="B", note=_mb(total))
-    res.add_note(sec, "Streamlit path == plain to_json bytes", "yes" if all(same) else "NO (differs)")
-
-    # 6: the similarity page of a long-context rotary model (a tiny Llama with 131,072 positions)
-    # against the bundled model: compute time and bytes sent. Nothing over all positions is n x n:
-    # the page shows at most 2,048 positions per side (a stride over wider ranges).
-    sec = "6 long context"
-    for label, lm_case in (("bundled (512 positions)", lm), ("Llama, 131,072 positions", long_context_model())):
-        enc = posviz.position_embeddings(lm_case)
-        n = enc.num_positions
-        default = min(n, 2048)
-        for name, (lo, hi) in {f"default range 0-{default - 1}": (0, default - 1),
-                               f"full range 0-{n - 1}": (0, n - 1)}.items():
-            positions, step = sample_positions(lo, hi, 2048)
-            t_first, times = timed(lambda: posviz.similarity(enc.vectors(positions), "dot"), args.repeat)
-            res.add(sec, f"{label}: matrix, {name}", times, first=t_first,
-                    note=f"{len(positions)}x{len(positions)}, stride {step}")
-            matrix = posviz.similarity(enc.vectors(positions), "dot")
-            sent, _ = figure_bytes(figures.position_heatmap(matrix, lo, "bench", "dot", step=step))
-            res.add(sec, f"{label}: heatmap bytes, {name}", [sent], unit="B", note=_mb(sent))
-
-    # 5: GPU.
-    gpu = None
-    if torch.cuda.is_available():
-        log("cuda …")
-        lm_gpu = posviz.load_model(device="cuda")
-        gpu_rows = compute_cases(lm_gpu, args.repeat, res, "5 data (cuda)", sync=torch.cuda.synchronize)
-        for name, row in gpu_rows.items():
-            res.add("5 cpu/cuda", name, [cpu_rows[name]["median"] / row["median"]], unit="x",
-                    note="median cpu ÷ median cuda")
-        gpu = torch.cuda.get_device_name(0)
-    else:
-        res.add_note("5 gpu", "cuda vs cpu", "no GPU (torch.cuda.is_available() is False): skipped")
-
-    meta = dict(
-        model=lm.name, device=str(lm.device), torch=torch.__version__, torch_threads=torch.get_num_threads(),
-        plotly=plotly.__version__, plotly_json_engine=pio.json.config.default_engine
-        + (" -> orjson" if pio.json.config.default_engine == "auto" and _has("orjson") else ""),
-        cpu_count=os.cpu_count(), python=platform.python_version(), gpu=gpu,
-        repeat=args.repeat, fresh_repeat=args.fresh_repeat, total_s=time.perf_counter() - t_start,
-        loadavg_1min_start=load_before, loadavg_1min_end=os.getloadavg()[0],
-        attention_512_shape=list(att.patterns.shape),
-    )
+    meta = dict(machine(), repeat=args.repeat, load_start=os.getloadavg()[0], streamlit=streamlit.__version__,
+                plotly=plotly.__version__)
+    if meta["load_start"] > 0.5 * (os.cpu_count() or 1):
+        log(f"warning: load average {meta['load_start']:.1f} on {os.cpu_count()} CPUs: other work will skew the times")
+    res, raw = Results(), {}
+    with tempfile.TemporaryDirectory(prefix="posviz-bench-") as tmp:
+        workdir = Path(tmp)
+        if "hub" in parts:
+            hub.run(res, args.repeat, workdir)
+        if "library" in parts:
+            raw["children"] = library.fresh_processes(res, args.repeat)
+        if "browser" in parts:
+            try:
+                with browser.chromium_browser() as chromium:
+                    raw["cold"], raw["idle"] = [], []
+                    for i in range(args.repeat):
+                        log(f"cold start {i + 1}/{args.repeat}: server, every page, UMAP after 30 s …")
+                        raw["cold"].append(browser.cold_start(chromium, workdir))
+                    for i in range(args.repeat):
+                        log(f"server left alone 30 s {i + 1}/{args.repeat}: UMAP, reruns …")
+                        raw["idle"].append(browser.idle_server(chromium, workdir))
+                browser_rows(res, raw["cold"], raw["idle"])
+            except browser.NoBrowser as exc:
+                res.note("1 cold start", "browser cases", f"skipped: {exc}")
+                for section, name in (("1 cold start", "first chart within 8 s"), ("4 umap", "UMAP page in the app"),
+                                      ("5 reruns", "rerun server time")):
+                    res.goal(section, name, None, 0, "s", skip_reason="no Chromium")
+        if "library" in parts:
+            lib = library.run(res, args.repeat)
+            library_rows(res, lib["payload"], lib["long"], lib["gpu"])
+            meta.update(torch=lib["torch"], torch_threads=lib["threads"], gpu=lib["gpu"])
+    meta.update(total_s=time.perf_counter() - start, load_end=os.getloadavg()[0])
+    res.rows.sort(key=lambda r: r["section"].split()[0])  # by section, in the order measured within each
+    res.goals.sort(key=lambda g: g.section.split()[0])
     if args.json:
         path = Path(args.json)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(dict(meta=meta, children=children, rows=res.rows), indent=2, ensure_ascii=False))
+        path.write_text(json.dumps(dict(meta=meta, **res.as_json(), raw=raw), indent=1, ensure_ascii=False,
+                                   default=str))
         log(f"wrote {path}")
-    print_table(res, meta)
-
-
-def long_context_model():
-    """A randomly initialised Llama-style model with 131,072 positions, saved and loaded as a user's."""
-    import tempfile
-
-    import posviz
-    from transformers import AutoModel, AutoTokenizer, LlamaConfig
-
-    folder = Path(tempfile.mkdtemp(prefix="posviz-bench-llama-"))
-    config = LlamaConfig(vocab_size=30522, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=131072)
-    AutoModel.from_config(config).save_pretrained(folder)
-    AutoTokenizer.from_pretrained(posviz.loading.bundled_model_path()).save_pretrained(folder)
-    return posviz.load_model(str(folder))
-
-
-def _has(module: str) -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec(module) is not None
+    print_table(res, header(meta))
+    return evaluate(res.goals)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,0 +1,289 @@
+"""The app as a real server, driven by Chromium: what a visitor waits for and what is sent to them.
+
+The server is ``streamlit run app.py`` through :mod:`bench.serve` (which logs each script run's
+server time and each forward pass to a file), offline on the bundled model, on a free port.
+Chromium is Debian's (``tests/browser_support.chromium``), driven by Playwright. Every page visit
+records the websocket frames the browser receives from the server (one Streamlit ``ForwardMsg``
+each); a chart's bytes are the size of the frame that carries it.
+
+Times are ``time.perf_counter()`` seconds measured in this process; sizes are bytes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench import LONG_TEXT, ROOT
+from bench.serve import read_events
+
+if str(ROOT / "tests") not in sys.path:
+    sys.path.append(str(ROOT / "tests"))
+
+from browser_support import CHROMIUM_ARGS, chromium, free_port, log_tail  # noqa: E402
+
+CHART = '[data-testid="stPlotlyChart"] .js-plotly-plot .main-svg'
+IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
+FAILED = '[data-testid="stException"], [data-testid="stAlertContentError"]'
+TITLES_JS = "() => Array.from(document.querySelectorAll('.js-plotly-plot .gtitle'), e => e.textContent).join('|')"
+START_TIMEOUT_S = 120
+PAGE_TIMEOUT_MS = 180_000
+#: The app is "up" this long before the projection page is opened (the UMAP goal).
+UP_S = 30.0
+
+#: Page visits after the cold start, by name: the URL path (the projection page with PCA here; UMAP
+#: is measured on its own). Every page of app.py's st.navigation that draws a chart.
+PAGES = {
+    "model": "/",
+    "similarity": "/similarity",
+    "projection (PCA)": "/projection?method=pca",
+    "input": "/input",
+    "attention": "/attention",
+    "compare": "/compare",
+    "word order": "/word_order",
+    "properties": "/properties",
+    "probes": "/probes",
+    "attention, 512 tokens": "/attention?" + urllib.parse.urlencode({"text": LONG_TEXT, "text_pair": ""}),
+}
+
+
+class NoBrowser(RuntimeError):
+    """No Chromium on this machine (or Playwright missing): the browser cases are skipped."""
+
+
+@dataclass
+class Server:
+    """A running app: its URL, when its process was started (``perf_counter`` s) and its logs."""
+
+    base: str
+    started: float
+    events: Path
+    log: Path
+    proc: subprocess.Popen
+
+    def events_since(self, count: int) -> list[dict]:
+        """:mod:`bench.serve` events after the first ``count``."""
+        return read_events(self.events)[count:]
+
+    def wait_run(self, count: int, timeout_s: float = 30.0) -> list[dict]:
+        """The events after the first ``count`` once a script run is among them (the server logs a
+        run after its clean-up), or after ``timeout_s``."""
+        deadline = time.perf_counter() + timeout_s
+        while True:
+            events = self.events_since(count)
+            if any(e["event"] == "run" for e in events) or time.perf_counter() > deadline:
+                return events
+            time.sleep(0.05)
+
+    def event_count(self) -> int:
+        """How many events the server has written so far."""
+        return len(read_events(self.events))
+
+
+@contextlib.contextmanager
+def app_server(workdir: Path):
+    """Start the app (see the module docstring); yield a :class:`Server` once ``/_stcore/health``
+    answers (polled every 50 ms); stop it afterwards."""
+    port = free_port()
+    fd, events = tempfile.mkstemp(prefix="events-", suffix=".jsonl", dir=workdir)
+    os.close(fd)
+    log = Path(events).with_suffix(".log")
+    cmd = [sys.executable, "-m", "bench.serve", "run", "app.py", "--server.headless", "true",
+           "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"]
+    env = dict(os.environ, PYTHONUNBUFFERED="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
+               POSVIZ_BENCH_EVENTS=events)
+    with open(log, "w") as out:
+        started = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+    server = Server(f"http://127.0.0.1:{port}", started, Path(events), log, proc)
+    try:
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"streamlit exited with {proc.returncode}:\n{log_tail(log)}")
+            with contextlib.suppress(OSError):
+                with urllib.request.urlopen(f"{server.base}/_stcore/health", timeout=2) as reply:
+                    if reply.read().decode().strip() == "ok":
+                        break
+            if time.perf_counter() - started > START_TIMEOUT_S:
+                raise RuntimeError(f"streamlit not healthy after {START_TIMEOUT_S} s:\n{log_tail(log)}")
+            time.sleep(0.05)
+        yield server
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@contextlib.contextmanager
+def chromium_browser():
+    """Headless Chromium through Playwright; raises :class:`NoBrowser` without one."""
+    import pytest
+
+    try:
+        from playwright.sync_api import sync_playwright
+
+        path = chromium()
+    except (ImportError, pytest.skip.Exception, pytest.fail.Exception) as exc:
+        raise NoBrowser(str(exc)) from exc
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=path, headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@dataclass
+class Tab:
+    """A browser tab with its own context (cache, cookies), recording the websocket frames it receives."""
+
+    page: object
+    frames: list[bytes] = field(default_factory=list)
+
+    @classmethod
+    @contextlib.contextmanager
+    def open(cls, browser):
+        """A new context and tab, 1400 x 900; closed afterwards."""
+        context = browser.new_context(viewport={"width": 1400, "height": 900})
+        tab = cls(context.new_page())
+        tab.page.set_default_timeout(PAGE_TIMEOUT_MS)
+        tab.page.on("websocket", lambda ws: ws.on("framereceived", tab._received))
+        try:
+            yield tab
+        finally:
+            context.close()
+
+    def _received(self, payload) -> None:
+        self.frames.append(payload if isinstance(payload, bytes) else payload.encode())
+
+    def take(self) -> list[bytes]:
+        """The frames received since the last call."""
+        frames, self.frames = self.frames, []
+        return frames
+
+    def titles(self) -> str:
+        """The titles of the charts on the page, joined by "|"."""
+        return self.page.evaluate(TITLES_JS)
+
+    def settle(self, start: float) -> dict:
+        """Wait for a chart (or an error), then for the script to finish; the times since ``start``
+        and the frames received. Raises RuntimeError when the page shows an error."""
+        page = self.page
+        page.locator(CHART).or_(page.locator(FAILED)).first.wait_for(state="visible")
+        chart = time.perf_counter()
+        page.locator(IDLE).wait_for(state="attached")
+        idle = time.perf_counter()
+        if page.locator(FAILED).count():
+            raise RuntimeError(f"{page.url}: {page.locator(FAILED).first.inner_text()[:500]}")
+        frames = self.take()
+        return dict(chart_at=chart, chart_s=chart - start, idle_s=idle - start, ws_bytes=sum(map(len, frames)),
+                    charts=chart_frames(frames))
+
+    def visit(self, url: str) -> dict:
+        """Open ``url``: :meth:`settle` timed from the navigation."""
+        self.take()
+        start = time.perf_counter()
+        self.page.goto(url)
+        return self.settle(start)
+
+    def act(self, action, server: Server) -> dict:
+        """Run ``action()`` (a key press, a typed value) and time it until the charts' titles have
+        changed and the script has finished; with the server's script time of that rerun
+        (``server_s``, the last run logged) and the forward passes it ran (``calls``)."""
+        before, seen = self.titles(), server.event_count()
+        self.take()
+        start = time.perf_counter()
+        action()
+        self.page.wait_for_function(f"before => ({TITLES_JS})() !== before", arg=before)
+        self.page.locator(IDLE).wait_for(state="attached")
+        elapsed = time.perf_counter() - start
+        frames = self.take()
+        events = server.wait_run(seen)
+        runs = [e for e in events if e["event"] == "run"]
+        return dict(browser_s=elapsed, server_s=runs[-1]["seconds"] if runs else None,
+                    server_total_s=runs[-1]["total"] if runs else None, runs=len(runs),
+                    calls=[e["fn"] for e in events if e["event"] == "call"], ws_bytes=sum(map(len, frames)))
+
+
+def chart_frames(frames: list[bytes]) -> dict[str, int]:
+    """Bytes of each chart among ``frames`` (Streamlit ForwardMsgs), by the chart's title."""
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    charts = {}
+    for frame in frames:
+        msg = ForwardMsg()
+        try:
+            msg.ParseFromString(frame)
+        except Exception:  # noqa: BLE001  (not a ForwardMsg: count it in the page's total only)
+            continue
+        element = msg.delta.new_element
+        if msg.WhichOneof("type") == "delta" and element.WhichOneof("type") == "plotly_chart":
+            title = json.loads(element.plotly_chart.spec).get("layout", {}).get("title", {})
+            name = title.get("text", "") if isinstance(title, dict) else str(title)
+            charts[name or f"chart {len(charts)}"] = len(frame)
+    return charts
+
+
+def press_key(tab: Tab, label: str, key: str):
+    """An action for :meth:`Tab.act`: focus the thumb of the slider labelled ``label``, press ``key``."""
+    thumb = tab.page.locator('[data-testid="stSlider"]').filter(has_text=label).get_by_role("slider").first
+    return lambda: thumb.press(key)
+
+
+def type_number(tab: Tab, label: str, value: int):
+    """An action for :meth:`Tab.act`: type ``value`` into the number input labelled ``label``, then Enter."""
+    box = tab.page.locator('[data-testid="stNumberInput"]').filter(has_text=label).locator("input").first
+
+    def action():
+        box.fill(str(value))
+        box.press("Enter")
+
+    return action
+
+
+def cold_start(browser, workdir: Path) -> dict:
+    """One fresh server: the first chart of ``/`` from the process start; every page of
+    :data:`PAGES` from its navigation; then, once the server has been up :data:`UP_S`, the
+    projection page with UMAP (the warm-up started by the first visit has had its time)."""
+    with app_server(workdir) as server, Tab.open(browser) as tab:
+        first = tab.visit(server.base + "/")
+        out = dict(first_chart_s=first["chart_at"] - server.started, pages={})
+        for name, path in PAGES.items():
+            out["pages"][name] = tab.visit(server.base + path)
+        time.sleep(max(0.0, server.started + UP_S - time.perf_counter()))
+        out["umap_after_visit"] = tab.visit(server.base + "/projection?method=umap")
+        out["up_s"] = time.perf_counter() - server.started
+    return out
+
+
+def idle_server(browser, workdir: Path) -> dict:
+    """One fresh server left alone for :data:`UP_S`, then: the projection page with UMAP (the
+    first visit of the server), its reload, a 3-D UMAP; the attention page's layer slider (one
+    key press) for the default sentence and for 512 tokens; q on the similarity page."""
+    with app_server(workdir) as server, Tab.open(browser) as tab:
+        time.sleep(max(0.0, server.started + UP_S - time.perf_counter()))
+        out = dict(umap_first=tab.visit(server.base + "/projection"))
+        start = time.perf_counter()
+        tab.page.reload()
+        out["umap_reload"] = tab.settle(start)
+        out["umap_3d"] = tab.visit(server.base + "/projection?dims=3-D")
+        tab.visit(server.base + "/attention")
+        out["layer_slider"] = tab.act(press_key(tab, "Layer", "ArrowRight"), server)
+        tab.visit(server.base + PAGES["attention, 512 tokens"])
+        out["layer_slider_512"] = tab.act(press_key(tab, "Layer", "ArrowRight"), server)
+        tab.visit(server.base + "/similarity")
+        out["similarity_q"] = tab.act(type_number(tab, "q", 200), server)
+    return out

