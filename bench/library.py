@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -187,21 +186,20 @@ def umap_cases(lm, repeat: int, res: Results) -> None:
     res.add("4 umap", "library: UMAP 512 positions after the warm-up", values, first=first)
 
 
-def long_context_model(device: str):
-    """A randomly initialised Llama-style model with :data:`LONG_CONTEXT` positions (rotary),
-    saved to a temporary folder and loaded from it on ``device``, as a user's folder would be."""
+def long_context_folder(folder: Path) -> Path:
+    """Save a randomly initialised Llama-style model with :data:`LONG_CONTEXT` positions (rotary)
+    and the bundled tokenizer to ``folder``, as a user's folder would hold them."""
     import posviz
     from transformers import AutoModel, AutoTokenizer, LlamaConfig
 
-    folder = Path(tempfile.mkdtemp(prefix="posviz-bench-llama-"))
     config = LlamaConfig(vocab_size=30522, hidden_size=256, intermediate_size=512, num_hidden_layers=2,
                          num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=LONG_CONTEXT)
     AutoModel.from_config(config).save_pretrained(folder)
     AutoTokenizer.from_pretrained(posviz.loading.bundled_model_path()).save_pretrained(folder)
-    return posviz.load_model(str(folder), device=device)
+    return folder
 
 
-def long_context_cases(res: Results, repeat: int, devices: list[str], sync) -> dict[str, float]:
+def long_context_cases(res: Results, repeat: int, devices: list[str], sync, folder: Path) -> dict[str, float]:
     """The similarity page's matrix of the long-context Llama (the default range, 2,048 positions,
     and the full range by a stride) on each device, and its heatmap's bytes; medians by case."""
     import posviz
@@ -209,24 +207,25 @@ def long_context_cases(res: Results, repeat: int, devices: list[str], sync) -> d
     from posviz.analysis import sample_positions
 
     medians = {}
+    long_context_folder(folder)
     for device in devices:
-        lm = long_context_model(device)
+        lm = posviz.load_model(str(folder), device=device)
+        res.add("6 long context", f"Llama {LONG_CONTEXT:,} positions: load_model on {device}", [lm.load_seconds])
         enc = posviz.position_encodings(lm)[0]
         for name, last in (("0-2047", 2047), (f"0-{LONG_CONTEXT - 1}", LONG_CONTEXT - 1)):
             positions, step = sample_positions(0, last, 2048)
             first, values = timed(lambda: posviz.similarity(enc.vectors(positions), "dot"), repeat,
                                   sync if device == "cuda" else None)
-            row = res.add("6 long context", f"Llama {LONG_CONTEXT:,} positions, matrix {name} on {device}", values,
-                          first=first, note=f"{len(positions)}x{len(positions)}, stride {step}")
+            row = res.add("6 long context", f"  matrix {name} on {device}", values, first=first,
+                          note=f"{len(positions)}x{len(positions)}, stride {step}")
             medians[f"{name} {device}"] = row["median"]
-        if device == "cpu":
-            matrix = posviz.similarity(enc.vectors(positions), "dot")
-            spec = streamlit_spec(figures.position_heatmap(matrix, 0, "bench", "dot", step=step))
-            res.add("6 long context", f"  heatmap bytes, {name}", [len(spec.encode())], unit="B")
+    matrix = posviz.similarity(enc.vectors(positions), "dot")
+    spec = streamlit_spec(figures.position_heatmap(matrix, 0, "bench", "dot", step=step))
+    res.add("6 long context", f"  heatmap bytes, {name} (block means)", [len(spec.encode())], unit="B")
     return medians
 
 
-def run(res: Results, repeat: int) -> dict:
+def run(res: Results, repeat: int, workdir: Path) -> dict:
     """Every in-process case (see the module docstring); returns facts for the table's header and
     the in-process payload bytes (``payload``) and the cpu/cuda long-context medians (``long``)."""
     log("import posviz in this process …")
@@ -250,7 +249,8 @@ def run(res: Results, repeat: int) -> dict:
     else:
         res.note("6 compute cuda", "cuda against cpu", "no GPU (torch.cuda.is_available() is False): skipped")
     log("long-context Llama …")
-    long = long_context_cases(res, repeat, ["cpu", "cuda"] if gpu else ["cpu"], torch.cuda.synchronize if gpu else None)
+    long = long_context_cases(res, repeat, ["cpu", "cuda"] if gpu else ["cpu"], torch.cuda.synchronize if gpu else None,
+                              workdir / "llama-32k")
     return dict(payload=payload, long=long, gpu=torch.cuda.get_device_name(0) if gpu else None,
                 torch=torch.__version__, threads=torch.get_num_threads())
 

@@ -54,9 +54,11 @@ class Results:
     def add(self, section: str, case: str, values: list[float], unit: str = "s", first: float | None = None,
             note: str = "") -> dict:
         """Record a case from its single measurements (unit as :class:`Goal`); returns the row,
-        whose ``median`` is what the table shows. ``first``: a separate first call, seconds."""
+        whose ``median`` is what the table shows (None without measurements). ``first``: a
+        separate first call, seconds."""
         row = dict(section=section, case=case, unit=unit, n=len(values), values=values,
-                   median=statistics.median(values), min=min(values), max=max(values), first=first, note=note)
+                   median=statistics.median(values) if values else None, min=min(values, default=None),
+                   max=max(values, default=None), first=first, note=note or ("" if values else "not measured"))
         self.rows.append(row)
         return row
 
@@ -132,7 +134,7 @@ def table_lines(res: Results, header: str) -> list[str]:
         last = r["section"]
         out.append(text)
     goals = [[g.section, g.name, fmt(g.value, g.unit), f"{g.op} {fmt(g.limit, g.unit)}", g.status.upper(),
-              g.skip_reason] for g in res.goals]
+              g.skip_reason if g.status == "skip" else ""] for g in res.goals]
     missed = sum(g.status == "miss" for g in res.goals)
     out += ["", f"goals: {len(res.goals) - missed - sum(g.status == 'skip' for g in res.goals)} pass, "
                 f"{missed} miss, {sum(g.status == 'skip' for g in res.goals)} skipped"]

@@ -21,9 +21,10 @@ sizes bytes (MB = 10^6 B). Sections, numbered as in the issue:
    (the heatmap from Python lists) and against every layer and head at once.
 3. Positions without weights: ``load_model(repo, positions_only=True)`` against
    ``AutoModel.from_pretrained(repo)`` through a local Hub, time and bytes (``bench/hub.py``).
-4. UMAP of the 512 positions: in a fresh process, warm, after the app's warm-up; in the app,
-   ``/projection`` opened as the first visit of a server that has been up 30 s, its reload,
-   a 3-D UMAP after it, and ``/projection`` 30 s after a first visit of ``/``.
+4. UMAP of the 512 positions: in a fresh process, warm, after the app's warm-up (a UMAP of 64 x 8,
+   started by the app's first script run); in the app, ``/projection`` opened as the first visit
+   of a server that has been up 30 s, then again by the sidebar (warm: cached), by a reload, and
+   in 3-D (computed anew); and by the sidebar 30 s after a first visit of ``/``.
 5. Reruns: the server's time for one rerun (``bench/serve.py``: until the browser is told the run
    has finished) after one ArrowRight on the attention page's layer slider and after typing q on
    the similarity page, the browser's time for the same (key press until the charts changed and
@@ -89,9 +90,10 @@ def browser_rows(res: Results, cold: list[dict], idle: list[dict]) -> None:
     res.goal(sec, "first chart within 8 s of streamlit run", row["median"], GOALS["cold_start_s"], "s")
     for name in browser.PAGES:
         visits = [c["pages"][name] for c in cold]
-        add(sec, f"page {name}: navigation → first chart", [v["chart_s"] for v in visits],
-            note=f"script done {_median([v['idle_s'] for v in visits]):.2f} s, "
-                 f"{_median([v['ws_bytes'] for v in visits]) / 1e6:.2f} MB sent")
+        row = add(sec, f"page {name}: navigation → first chart", [v["chart_s"] for v in visits],
+                  note=f"script done {_median([v['idle_s'] for v in visits]):.2f} s, "
+                       f"{_median([v['ws_bytes'] for v in visits]) / 1e6:.2f} MB sent")
+        res.goal(sec, f"page {name}: first chart within 8 s", row["median"], GOALS["cold_start_s"], "s")
 
     sec = "2 payload"
     heat = add(sec, "wire: similarity heatmap 512x512 (its message)",
@@ -108,12 +110,15 @@ def browser_rows(res: Results, cold: list[dict], idle: list[dict]) -> None:
 
     sec = "4 umap"
     first = add(sec, "app: /projection UMAP, 1st visit, server up 30 s", [i["umap_first"]["chart_s"] for i in idle])
-    warm = add(sec, "app: /projection UMAP, reload (cached)", [i["umap_reload"]["chart_s"] for i in idle])
-    add(sec, "app: /projection 3-D UMAP after it (computed)", [i["umap_3d"]["chart_s"] for i in idle])
-    add(sec, "app: /projection UMAP, 30 s after a 1st visit of /", [c["umap_after_visit"]["chart_s"] for c in cold],
-        note="the visit started the app's warm-up")
+    warm = add(sec, "app: UMAP again, by the sidebar from the model page", [i["umap_again"]["chart_s"] for i in idle],
+               note="cached")
+    add(sec, "app: UMAP again, page reload", [i["umap_reload"]["chart_s"] for i in idle], note="cached; a new session")
+    add(sec, "app: /projection?dims=3-D after it", [i["umap_3d"]["chart_s"] for i in idle], note="computed, a new session")
+    after = add(sec, "app: UMAP by the sidebar, 30 s after a 1st visit of /",
+                [c["umap_after_visit"]["chart_s"] for c in cold], note="that visit started the app's warm-up")
     res.goal(sec, "UMAP page, 1st chart on a server up 30 s", first["median"], GOALS["umap_first_s"], "s")
-    res.goal(sec, "UMAP page, 1st chart warm (reload)", warm["median"], GOALS["umap_warm_s"], "s")
+    res.goal(sec, "UMAP page, 1st chart 30 s after a 1st visit", after["median"], GOALS["umap_first_s"], "s")
+    res.goal(sec, "UMAP page, 1st chart warm", warm["median"], GOALS["umap_warm_s"], "s")
 
     sec = "5 reruns"
     calls = 0
@@ -127,8 +132,8 @@ def browser_rows(res: Results, cold: list[dict], idle: list[dict]) -> None:
         add(sec, f"{what}, browser (key → idle)", [a["browser_s"] for a in acts])
         calls += sum(len(a["calls"]) for a in acts)
         if goal:
-            res.goal(sec, f"{what}: server time", server["median"] if server["n"] else None, GOALS["rerun_s"], "s",
-                     skip_reason="" if server["n"] else "no server times logged")
+            res.goal(sec, f"{what}: server time", server["median"], GOALS["rerun_s"], "s",
+                     skip_reason="no server times logged")
     res.add(sec, "forward passes run by those reruns", [calls], unit="n")
     res.goal(sec, "no forward pass repeated on a rerun", calls, 0, "n")
 
@@ -210,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
                                       ("5 reruns", "rerun server time")):
                     res.goal(section, name, None, 0, "s", skip_reason="no Chromium")
         if "library" in parts:
-            lib = library.run(res, args.repeat)
+            lib = library.run(res, args.repeat, workdir)
             library_rows(res, lib["payload"], lib["long"], lib["gpu"])
             meta.update(torch=lib["torch"], torch_threads=lib["threads"], gpu=lib["gpu"])
     meta.update(total_s=time.perf_counter() - start, load_end=os.getloadavg()[0])
