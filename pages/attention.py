@@ -7,7 +7,7 @@ shows one of three stacks: encoder self-attention, decoder self-attention or cro
 import numpy as np
 import streamlit as st
 
-from posviz import app_state, figures, settings
+from posviz import app_state, figures
 from posviz.attention import without_tokens
 
 #: Attention stacks of an encoder-decoder model: URL value (``?stack=cross``) -> words.
@@ -28,9 +28,8 @@ app_state.require_weights(lm, "through every attention layer")
 text, text_pair = app_state.sentence_inputs(lm)
 target = None
 if encoder_decoder:
-    target = st.text_input(
-        "Target sentence (decoder input)", key="target", bind="query-params", max_chars=settings.max_text_chars(),
-        placeholder="empty: the source sentence",
+    target = app_state.text_field(
+        st, "Target sentence (decoder input)", "target", placeholder="empty: the source sentence",
         help="What the decoder reads: the target is tokenized as labels and shifted one token to the "
              "right behind the decoder start token, as in training. Empty: the (first) source sentence.")
 if not text.strip():
@@ -39,7 +38,7 @@ if not text.strip():
 
 with st.spinner("Running the model …"):
     att = app_state.attention_patterns(key, text, text_pair, (target or None) if encoder_decoder else None)
-app_state.truncation_notice(att.truncated, lm)
+app_state.truncation_notice(att.truncated, lm, paired=bool(text_pair))
 
 stack = "encoder"
 if encoder_decoder:

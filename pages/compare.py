@@ -16,7 +16,7 @@ app_state.require_vectors(encoding, lm, "its positions are a bias per head, not 
 
 c1, c2, c3 = st.columns([2, 1, 2])
 against = c1.radio("Beside it", ["sinusoid", "model"], horizontal=True, key="against", bind="query-params",
-                   captions=["of the same width", "Hub id or local folder"])
+                   captions=["of the same width", "Hub id" if settings.hosted() else "Hub id or local folder"])
 metric = c2.radio("Similarity", ["cosine", "dot"], horizontal=True, key="metric", bind="query-params",
                   help="Cosine by default: dot products of different models differ in scale by orders of magnitude.")
 width = app_state.reference_width(encoding)

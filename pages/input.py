@@ -32,7 +32,7 @@ if not lm.layout.position:
 
 with st.spinner("Running the embedding layer …"):
     emb = app_state.input_representation(key, text, text_pair)
-app_state.truncation_notice(emb.truncated, lm)
+app_state.truncation_notice(emb.truncated, lm, paired=bool(text_pair))
 
 parts = {"token": emb.token, "segment": emb.segment, "position": emb.position, "sum": emb.sum,
          "after LayerNorm": emb.normalized}

@@ -12,7 +12,7 @@ import pandas as pd
 import streamlit as st
 
 import posviz
-from posviz import app_state, figures, probes, settings
+from posviz import app_state, figures, probes
 
 #: Most positions the table probes read: a longer context is probed on its first positions.
 MAX_PROBED = 2048
@@ -122,8 +122,7 @@ source = st.radio("Text", list(TEXT_LABELS), horizontal=True, key="probe_text", 
                   help="The built-in prose is the opening chapter of Jane Austen's Pride and Prejudice (1813, "
                        "public domain), longer than 512 tokens; the sentence is shared with the other pages.")
 if source == "sentence":
-    text = st.text_input("Sentence", value=app_state.DEFAULT_TEXT, key="text", bind="query-params",
-                         max_chars=settings.max_text_chars())
+    text = app_state.text_field(st, "Sentence", "text", value=app_state.DEFAULT_TEXT)
 else:
     text = probes.BUILTIN_TEXT
 try:

@@ -4,7 +4,7 @@ import numpy as np
 import streamlit as st
 
 import posviz
-from posviz import app_state, figures, settings, word_order
+from posviz import app_state, figures, word_order
 from posviz.app_state import DEFAULT_TEXT, ModelKey
 
 
@@ -39,8 +39,7 @@ st.markdown("Does the model care about word order? The same sentence runs twice,
             "Then the positional information is removed, and the two runs hold the same tokens and nothing else.")
 
 app_state.require_weights(lm, "through the whole model, twice")
-text = st.text_input("Sentence", value=DEFAULT_TEXT, key="wo_text", bind="query-params",
-                     max_chars=settings.max_text_chars())
+text = app_state.text_field(st, "Sentence", "wo_text", value=DEFAULT_TEXT)
 if not text.strip():
     st.info("Type a sentence above to permute its words.", icon=":material/edit:")
     st.stop()

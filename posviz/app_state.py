@@ -387,8 +387,9 @@ def sidebar() -> ModelKey:
         st.caption(f"Showing **{lm.name}** · {lm.family} · {lm.scheme_label} · {lm.device}{weights}")
         if hosted:
             budget = settings.human_bytes(settings.model_budget(lm.device))
-            st.caption(f"Hosted demo: Hub models with safetensors weights up to {budget} (larger ones: positions "
-                       f"only); sentences up to {settings.max_text_chars():,} characters.")
+            st.caption(f"Hosted demo: Hub models with safetensors weights that fit {settings.model_budget_source()} "
+                       f"(now {budget}; larger ones: positions only); sentences up to "
+                       f"{settings.max_text_chars():,} characters.")
     return key
 
 
@@ -497,12 +498,23 @@ def sentence_inputs(lm: posviz.LoadedModel) -> tuple[str, str | None]:
     """
     left, right = st.columns(2)
     segments = lm.layout.segment is not None
-    text = left.text_input("Sentence (segment A)" if segments else "Sentence", value=DEFAULT_TEXT,
-                           key="text", bind="query-params", max_chars=settings.max_text_chars())
-    text_pair = right.text_input(
-        "Second sentence (segment B, optional)" if segments else "Second sentence (optional, joined by the tokenizer)",
-        value=DEFAULT_TEXT_PAIR, key="text_pair", bind="query-params", max_chars=settings.max_text_chars())
+    text = text_field(left, "Sentence (segment A)" if segments else "Sentence", "text", value=DEFAULT_TEXT)
+    text_pair = text_field(
+        right, "Second sentence (segment B, optional)" if segments else "Second sentence (optional, joined by the tokenizer)",
+        "text_pair", value=DEFAULT_TEXT_PAIR)
     return text, (text_pair or None)
+
+
+def text_field(container, label: str, key: str, **kwargs) -> str:
+    """A text input bound to the URL, its text cut to :func:`posviz.settings.max_text_chars` with a
+    notice (the field keeps all that was typed or pasted)."""
+    text = container.text_input(label, key=key, bind="query-params", **kwargs)
+    limit = settings.max_text_chars()
+    if len(text) > limit:
+        st.warning(f"{label}: {len(text):,} characters, more than this app takes ({limit:,}); the first "
+                   f"{limit:,} are used.", icon=":material/content_cut:")
+        return text[:limit]
+    return text
 
 
 def clip_state(key: str, low: int, high: int) -> None:
@@ -532,8 +544,10 @@ def index_slider(column, label: str, count: int, key: str) -> int:
     return column.slider(label, 0, count - 1, 0, key=key, bind="query-params")
 
 
-def truncation_notice(truncated: int, lm: posviz.LoadedModel) -> None:
-    """Say how many tokens were dropped, when any were."""
+def truncation_notice(truncated: int, lm: posviz.LoadedModel, paired: bool = False) -> None:
+    """Say how many tokens were dropped, when any were (``paired``: the input had a second sentence)."""
     if truncated:
-        st.warning(f"The input is longer than the model's {lm.max_tokens} positions: the last "
-                   f"{truncated} tokens were dropped.", icon=":material/content_cut:")
+        where = ("from the end of the longer sentence first (the tokenizer's longest-first truncation)" if paired
+                 else "from the end")
+        st.warning(f"The input is longer than the model's {lm.max_tokens} positions: {truncated:,} tokens were "
+                   f"dropped, {where}.", icon=":material/content_cut:")

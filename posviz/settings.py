@@ -68,8 +68,8 @@ def model_budget(device: torch.device) -> int:
 def model_budget_source() -> str:
     """Where :func:`model_budget` comes from, in words, for messages."""
     if os.environ.get("POSVIZ_MAX_MODEL_BYTES", "").strip():
-        return "set by POSVIZ_MAX_MODEL_BYTES"
-    return f"{FREE_MEMORY_SHARE:.0%} of the free memory; POSVIZ_MAX_MODEL_BYTES sets another limit"
+        return "the limit set by POSVIZ_MAX_MODEL_BYTES"
+    return f"{FREE_MEMORY_SHARE:.0%} of the free memory (POSVIZ_MAX_MODEL_BYTES sets another limit)"
 
 
 def cache_budget() -> int:

@@ -75,11 +75,16 @@ def test_too_large_model_offers_positions_only(tiny_path, monkeypatch):
 
 def test_hosted_mode_refuses_folders_and_caps_text(tiny_path, monkeypatch):
     monkeypatch.setenv("POSVIZ_HOSTED", "1")
-    at = open_page("input", {"model": str(tiny_path("bert"))})
+    long_text = "word " * 500
+    at = open_page("input", {"model": str(tiny_path("bert")), "text": long_text, "text_pair": ""})
     assert "does not open files or folders on its server" in " ".join(e.value for e in at.sidebar.error)
     assert "Hosted demo" in " ".join(c.value for c in at.sidebar.caption)
-    assert [t.max_chars for t in at.text_input if t.key in ("text", "text_pair")] == [2000, 2000]
     assert_clean(at, "input")
+    assert at.text_input(key="text").value == long_text  # the field keeps all that was typed
+    assert "2,500 characters, more than this app takes (2,000); the first 2,000 are used" in \
+        " ".join(w.value for w in at.main.warning)
+    norms = arr(figures(at)[0]["data"][0]["y"])
+    assert len(norms) == 402  # the first 2 000 characters: 400 words, [CLS] and [SEP]
 
 
 def test_store_keeps_count_and_bytes_bounded_and_frees_memory(tiny_path, monkeypatch):
@@ -101,3 +106,13 @@ def test_store_keeps_count_and_bytes_bounded_and_frees_memory(tiny_path, monkeyp
     store.get(keys[0])
     assert list(store.loaded()) == [keys[0]]
     assert store.encodings(keys[0]) is store.encodings(keys[0])  # computed once, kept with the model
+
+
+def test_truncation_notice_counts_the_dropped_tokens():
+    text = "word " * 600
+    at = open_page("input", {"text": text, "text_pair": "A short one"})
+    assert_clean(at, "input")
+    dropped = posviz.input_embeddings(posviz.load_model(), text, "A short one").truncated
+    assert dropped == 600 + 3 + 3 - 512  # words, 'a short one', [CLS] and two [SEP]
+    assert (f"The input is longer than the model's 512 positions: {dropped} tokens were dropped, from the end of "
+            "the longer sentence first") in " ".join(w.value for w in at.main.warning)
