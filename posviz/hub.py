@@ -49,10 +49,14 @@ class WeightFiles:
     ----------
     safetensors, pickle : dict of str to int
         File name -> size in bytes, for ``*.safetensors`` and ``*.bin`` (PyTorch pickle) files.
+    commit : str or None
+        The Hub commit the sizes belong to (None for a local folder): later reads use it, so
+        they all see one version of the repository.
     """
 
     safetensors: dict[str, int] = field(default_factory=dict)
     pickle: dict[str, int] = field(default_factory=dict)
+    commit: str | None = None
 
     @property
     def total(self) -> int:
@@ -79,6 +83,7 @@ def weight_files(name_or_path: str, revision: str | None = None) -> WeightFiles:
     HubUnreachable
         No network, or offline mode.
     """
+    commit = None
     if is_local(name_or_path):
         folder = Path(name_or_path).expanduser()
         sizes = {p.name: p.stat().st_size for p in folder.iterdir() if p.is_file()}
@@ -88,9 +93,10 @@ def weight_files(name_or_path: str, revision: str | None = None) -> WeightFiles:
         except (httpx2.TransportError, OfflineModeIsEnabled) as exc:
             raise HubUnreachable(str(exc)) from exc
         sizes = {s.rfilename: s.size or 0 for s in info.siblings or []}
+        commit = info.sha
     weights = {name: size for name, size in sizes.items() if WEIGHT_FILE.match(name)}
     return WeightFiles(safetensors={k: v for k, v in weights.items() if k.endswith(".safetensors")},
-                       pickle={k: v for k, v in weights.items() if k.endswith(".bin")})
+                       pickle={k: v for k, v in weights.items() if k.endswith(".bin")}, commit=commit)
 
 
 class Checkpoint:
@@ -117,7 +123,7 @@ class Checkpoint:
 
     def __init__(self, name_or_path: str, revision: str | None, files: WeightFiles | None):
         self.name = name_or_path
-        self.revision = revision
+        self.revision = (files.commit if files is not None else None) or revision
         self.local = is_local(name_or_path)
         self.offline = files is None
         self._headers: dict[str, tuple[dict, int]] = {}
@@ -134,7 +140,7 @@ class Checkpoint:
             self.weight_map = {name: SAFETENSORS_SINGLE for name in self._header(SAFETENSORS_SINGLE)[0]}
         else:
             index = self._on_disk(SAFETENSORS_INDEX) or hf_hub_download(name_or_path, SAFETENSORS_INDEX,
-                                                                       revision=revision)
+                                                                       revision=self.revision)
             self.weight_map = json.loads(Path(index).read_text())["weight_map"]
 
     def _on_disk(self, filename: str) -> str | None:
