@@ -60,10 +60,13 @@ class NoBrowser(RuntimeError):
 
 @dataclass
 class Server:
-    """A running app: its URL, when its process was started (``perf_counter`` s) and its logs."""
+    """A running app: its URL, when its process was started (``perf_counter`` s, and ``time.time``
+    s as its events log them), when it first answered its health check (``perf_counter`` s) and its logs."""
 
     base: str
     started: float
+    started_epoch: float
+    healthy: float
     events: Path
     log: Path
     proc: subprocess.Popen
@@ -100,10 +103,10 @@ def app_server(workdir: Path):
     env = dict(os.environ, PYTHONUNBUFFERED="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
                POSVIZ_BENCH_EVENTS=events)
     with open(log, "w") as out:
-        started = time.perf_counter()
+        started, started_epoch = time.perf_counter(), time.time()
         proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
-    server = Server(f"http://127.0.0.1:{port}", started, Path(events), log, proc)
+    server = Server(f"http://127.0.0.1:{port}", started, started_epoch, 0.0, Path(events), log, proc)
     try:
         while True:
             if proc.poll() is not None:
@@ -111,6 +114,7 @@ def app_server(workdir: Path):
             with contextlib.suppress(OSError):
                 with urllib.request.urlopen(f"{server.base}/_stcore/health", timeout=2) as reply:
                     if reply.read().decode().strip() == "ok":
+                        server.healthy = time.perf_counter()
                         break
             if time.perf_counter() - started > START_TIMEOUT_S:
                 raise RuntimeError(f"streamlit not healthy after {START_TIMEOUT_S} s:\n{log_tail(log)}")
@@ -270,13 +274,16 @@ def type_number(tab: Tab, label: str, value: int):
 
 
 def cold_start(browser, workdir: Path) -> dict:
-    """One fresh server: the first chart of ``/`` from the process start; every page of
+    """One fresh server: the first chart of ``/`` from the process start (and when the server
+    answered, when its first script run started and how long it took); every page of
     :data:`PAGES` from its navigation (a page load, a new session); then, once the server has been
     up :data:`UP_S`, the projection page with UMAP by the sidebar (the app's warm-up, started by
     the first visit, has had its time). Times in seconds, sizes in bytes."""
     with app_server(workdir) as server, Tab.open(browser) as tab:
         first = tab.visit(server.base + "/")
-        out = dict(first_chart_s=first["chart_at"] - server.started, pages={})
+        run = next(e for e in server.wait_run(0) if e["event"] == "run")
+        out = dict(first_chart_s=first["chart_at"] - server.started, healthy_s=server.healthy - server.started,
+                   run_start_s=run["start"] - server.started_epoch, run_s=run["seconds"], pages={})
         for name, path in PAGES.items():
             out["pages"][name] = tab.visit(server.base + path, "PCA" if "PCA" in name else "")
         time.sleep(max(0.0, server.started + UP_S - time.perf_counter()))

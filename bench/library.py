@@ -25,6 +25,8 @@ from bench import LONG_TEXT, ROOT, TEXT, TEXT_PAIR
 from bench.report import Results, log, timed
 
 LONG_CONTEXT = 32768                         # positions of the long-context Llama
+#: The similarity page's ranges of it: the default (2,048 positions) and all (every 16th).
+RANGES = ("0-2047", f"0-{LONG_CONTEXT - 1}")
 
 
 def quiet() -> None:
@@ -199,9 +201,9 @@ def long_context_folder(folder: Path) -> Path:
     return folder
 
 
-def long_context_cases(res: Results, repeat: int, devices: list[str], sync, folder: Path) -> dict[str, float]:
-    """The similarity page's matrix of the long-context Llama (the default range, 2,048 positions,
-    and the full range by a stride) on each device, and its heatmap's bytes; medians by case."""
+def long_context_cases(res: Results, repeat: int, devices: list[str], sync, folder: Path) -> dict[tuple, float]:
+    """The similarity page's matrix of the long-context Llama over each of :data:`RANGES` on each
+    device, and its heatmap's bytes; the median seconds by (range, device)."""
     import posviz
     from posviz import figures
     from posviz.analysis import sample_positions
@@ -212,13 +214,13 @@ def long_context_cases(res: Results, repeat: int, devices: list[str], sync, fold
         lm = posviz.load_model(str(folder), device=device)
         res.add("6 long context", f"Llama {LONG_CONTEXT:,} positions: load_model on {device}", [lm.load_seconds])
         enc = posviz.position_encodings(lm)[0]
-        for name, last in (("0-2047", 2047), (f"0-{LONG_CONTEXT - 1}", LONG_CONTEXT - 1)):
-            positions, step = sample_positions(0, last, 2048)
+        for name in RANGES:
+            positions, step = sample_positions(0, int(name.split("-")[1]), 2048)
             first, values = timed(lambda: posviz.similarity(enc.vectors(positions), "dot"), repeat,
                                   sync if device == "cuda" else None)
             row = res.add("6 long context", f"  matrix {name} on {device}", values, first=first,
                           note=f"{len(positions)}x{len(positions)}, stride {step}")
-            medians[f"{name} {device}"] = row["median"]
+            medians[name, device] = row["median"]
     matrix = posviz.similarity(enc.vectors(positions), "dot")
     spec = streamlit_spec(figures.position_heatmap(matrix, 0, "bench", "dot", step=step))
     res.add("6 long context", f"  heatmap bytes, {name} (block means)", [len(spec.encode())], unit="B")
