@@ -59,7 +59,8 @@ def child_main() -> None:
 
 
 def fresh_processes(res: Results, repeat: int) -> list[dict]:
-    """Run ``repeat`` fresh children (:func:`child_main`); add their rows (sections 1 and 4)."""
+    """Run ``repeat`` fresh children (:func:`child_main`) one after another; add their rows
+    (sections 1 and 4); return each child's seconds (``child_wall_s``: the whole child, as timed here)."""
     children = []
     for i in range(repeat):
         log(f"fresh process {i + 1}/{repeat}: import posviz, load_model(), UMAP x2 …")
@@ -78,7 +79,8 @@ def fresh_processes(res: Results, repeat: int) -> list[dict]:
 
 
 def compute_cases(lm, repeat: int, res: Results, section: str, sync=None) -> dict[str, dict]:
-    """The data of each page on ``lm``'s device (``sync`` inside each timing); the rows by case."""
+    """Time the data of each page on ``lm``'s device, in seconds (``sync`` runs inside each
+    timing); return the rows by case."""
     import posviz
 
     vectors = posviz.position_embeddings(lm).tensor
@@ -175,7 +177,7 @@ def payload_cases(lm, repeat: int, res: Results) -> dict[str, int]:
 
 
 def umap_cases(lm, repeat: int, res: Results) -> None:
-    """UMAP of the 512 positions in this process, after the app's warm-up (a UMAP of 64 x 8)."""
+    """Time (seconds) UMAP of the 512 positions in this process, after the app's warm-up (a UMAP of 64 x 8)."""
     import numpy as np
 
     import posviz
@@ -228,8 +230,9 @@ def long_context_cases(res: Results, repeat: int, devices: list[str], sync, fold
 
 
 def run(res: Results, repeat: int, workdir: Path) -> dict:
-    """Every in-process case (see the module docstring); returns facts for the table's header and
-    the in-process payload bytes (``payload``) and the cpu/cuda long-context medians (``long``)."""
+    """Every in-process case (see the module docstring); returns facts for the table's header,
+    the in-process payload in bytes (``payload``) and the long-context medians in seconds by
+    (range, device) (``long``)."""
     log("import posviz in this process …")
     import torch
 

@@ -75,6 +75,7 @@ def _patch_streamlit() -> None:
 
     def _run_script(self, rerun_data):
         wall, start = time.time(), time.perf_counter()
+        self.bench_finished = None
         _patch_posviz()  # imports posviz on the first run, as app.py would (timed with the run)
         profile = cProfile.Profile() if PROFILE else None
         try:
@@ -86,7 +87,7 @@ def _patch_streamlit() -> None:
                 with _lock:
                     profile.dump_stats(os.path.join(PROFILE, f"run-{len(os.listdir(PROFILE))}.prof"))
             end = time.perf_counter()
-            _event(event="run", start=wall, seconds=getattr(self, "bench_finished", end) - start, total=end - start,
+            _event(event="run", start=wall, seconds=(self.bench_finished or end) - start, total=end - start,
                    page=rerun_data.page_name)
 
     script_runner.ScriptRunner._run_script = _run_script
@@ -94,10 +95,10 @@ def _patch_streamlit() -> None:
 
 
 def read_events(path) -> list[dict]:
-    """The events written so far to ``path`` (a missing file: none)."""
+    """The events written so far to ``path`` (a missing file: none; a line still being written: not yet)."""
     try:
         with open(path) as handle:
-            return [json.loads(line) for line in handle if line.strip()]
+            return [json.loads(line) for line in handle if line.endswith("\n")]
     except FileNotFoundError:
         return []
 
