@@ -27,7 +27,7 @@ from bench import LONG_TEXT, ROOT, reuse_tests
 from bench.serve import read_events
 
 reuse_tests()
-from browser_support import CHROMIUM_ARGS, chromium, free_port, log_tail  # noqa: E402
+from browser_support import CHROMIUM_ARGS, chromium, free_port, log_tail, stop  # noqa: E402
 
 CHART = '[data-testid="stPlotlyChart"] .js-plotly-plot .main-svg'
 IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
@@ -121,12 +121,7 @@ def app_server(workdir: Path):
             time.sleep(0.05)
         yield server
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
 
 
 @contextlib.contextmanager
