@@ -364,7 +364,7 @@ def load_model(name_or_path: str | None = None, *, revision: str | None = None, 
     except hub.HubUnreachable:
         files = None  # no network: what the local cache holds, without waiting for retries
         kwargs["local_files_only"] = True
-    except hub_errors.HfHubHTTPError as exc:
+    except (hub_errors.HfHubHTTPError, hub_errors.HFValidationError) as exc:
         raise ModelLoadError(_explain(display, revision, exc)) from exc
     step(f"Reading the configuration of {display} …")
     try:

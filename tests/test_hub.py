@@ -133,6 +133,12 @@ def test_hub_errors_have_their_messages(case, expected, local_hub, published, ti
         assert "HF_TOKEN" in str(info.value)
 
 
+@pytest.mark.parametrize("name", ["bad id with spaces", "a/b/c/d", "org/--x"])
+def test_a_malformed_id_has_the_missing_model_message(name):
+    with pytest.raises(posviz.ModelLoadError, match=f"No model '{name}' on the Hugging Face Hub"):
+        posviz.load_model(name)
+
+
 def test_offline_a_cached_model_still_loads(local_hub, published):
     posviz.load_model(published)
     with local_hub.offline():
