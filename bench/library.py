@@ -48,7 +48,7 @@ def child_main() -> None:
     t2 = time.perf_counter()
     lm = posviz.load_model()
     t3 = time.perf_counter()
-    vectors = posviz.position_embeddings(lm).tensor
+    vectors = lm.encodings[0].tensor
     t4 = time.perf_counter()
     posviz.project(vectors, "umap")
     t5 = time.perf_counter()
@@ -83,14 +83,14 @@ def compute_cases(lm, repeat: int, res: Results, section: str, sync=None) -> dic
     timing); return the rows by case."""
     import posviz
 
-    vectors = posviz.position_embeddings(lm).tensor
+    vectors = lm.encodings[0].tensor
     full = posviz.similarity(vectors, "dot")
     cases = {
         "similarity dot 512x512": lambda: posviz.similarity(vectors, "dot"),
         "similarity cosine 512x512": lambda: posviz.similarity(vectors, "cosine"),
         "row_profile q=128": lambda: posviz.row_profile(full, 128, normalize="max"),
         "PCA 2-D of 512 positions": lambda: posviz.project(vectors, "pca", 2),
-        "input_embeddings, default pair": lambda: posviz.input_embeddings(lm, TEXT, TEXT_PAIR),
+        "input_representation, default pair": lambda: posviz.input_representation(lm, TEXT, TEXT_PAIR),
         "attention, default pair": lambda: posviz.attention(lm, TEXT, TEXT_PAIR),
         "attention, 512 tokens": lambda: posviz.attention(lm, LONG_TEXT),
     }
@@ -120,7 +120,7 @@ def figure_case(res: Results, repeat: int, label: str, build) -> int:
     escapes = 5 * spec.count("\\u002f")
     res.add("2 payload", label, [sent], unit="B",
             note=f"{escapes / 1e6:.2f} MB of it '/' escaped as \\u002f" if escapes > 10_000 else "")
-    res.add("2 payload", "  build (posviz.figures)", builds, first=t_build)
+    res.add("2 payload", "  build (posviz.views.figures)", builds, first=t_build)
     t_ser, sers = timed(lambda: streamlit_spec(fig), repeat)
     res.add("2 payload", "  serialize (as st.plotly_chart)", sers, first=t_ser)
     return sent
@@ -133,9 +133,9 @@ def payload_cases(lm, repeat: int, res: Results) -> dict[str, int]:
     import plotly.graph_objects as go
 
     import posviz
-    from posviz import figures
+    from posviz.views import figures
 
-    full = posviz.similarity(posviz.position_embeddings(lm).tensor, "dot")
+    full = posviz.similarity(lm.encodings[0].tensor, "dot")
     n = full.shape[0]
     title = f"P·Pᵀ, positions 0–{n - 1}"
 
@@ -182,9 +182,9 @@ def umap_cases(lm, repeat: int, res: Results) -> None:
 
     import posviz
 
-    vectors = posviz.position_embeddings(lm).tensor
+    vectors = lm.encodings[0].tensor
     start = time.perf_counter()
-    posviz.project(np.random.default_rng(0).normal(size=(64, 8)), "umap")  # = app_state.warm_up()
+    posviz.project(np.random.default_rng(0).normal(size=(64, 8)), "umap")  # = posviz.app.warmup.warm_up()
     res.add("4 umap", "library: the app's warm-up (UMAP 64x8, 1st in process)", [time.perf_counter() - start])
     first, values = timed(lambda: posviz.project(vectors, "umap"), repeat)
     res.add("4 umap", "library: UMAP 512 positions after the warm-up", values, first=first)
@@ -207,15 +207,15 @@ def long_context_cases(res: Results, repeat: int, devices: list[str], sync, fold
     """The similarity page's matrix of the long-context Llama over each of :data:`RANGES` on each
     device, and its heatmap's bytes; the median seconds by (range, device)."""
     import posviz
-    from posviz import figures
-    from posviz.analysis import sample_positions
+    from posviz.views import figures
+    from posviz.analysis.similarity import sample_positions
 
     medians = {}
     long_context_folder(folder)
     for device in devices:
         lm = posviz.load_model(str(folder), device=device)
         res.add("6 long context", f"Llama {LONG_CONTEXT:,} positions: load_model on {device}", [lm.load_seconds])
-        enc = posviz.position_encodings(lm)[0]
+        enc = lm.encodings[0]
         for name in RANGES:
             positions, step = sample_positions(0, int(name.split("-")[1]), 2048)
             first, values = timed(lambda: posviz.similarity(enc.vectors(positions), "dot"), repeat,

@@ -29,7 +29,7 @@ sizes bytes (MB = 10^6 B). Sections, numbered as in the issue:
    has finished) after one ArrowRight on the attention page's layer slider and after typing q on
    the similarity page, the browser's time for the same (key press until the charts changed and
    the script finished), and the forward passes those reruns ran (posviz.attention,
-   posviz.input_embeddings, posviz.similarity calls).
+   posviz.input_representation, posviz.similarity calls).
 6. Compute on cpu, and on cuda against cpu where a GPU is present ("no GPU" otherwise); a
    randomly initialised Llama-style model with 32,768 positions (rotary), on each device.
 

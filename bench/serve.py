@@ -9,8 +9,8 @@ appends one JSON line to that file per event:
   script run (Streamlit's ``ScriptRunner._run_script``): ``seconds`` until the run tells the
   browser it has finished (the server's time for one rerun), ``total`` with the clean-up after
   it (Streamlit's ``gc.collect`` after every run, ``runner.postScriptGC``);
-* ``{"event": "call", "fn": "attention" | "input_embeddings", "seconds": <s>}`` for each forward
-  pass the app asks posviz for (and each ``posviz.similarity``, a position-position matrix).
+* ``{"event": "call", "fn": "attention" | "input_representation", "seconds": <s>}`` for each
+  forward pass the app asks posviz for (and each ``similarity``, a position-position matrix).
 
 With ``POSVIZ_BENCH_PROFILE=<folder>`` each script run is also profiled (``cProfile``), its
 statistics written to ``<folder>/run-<n>.prof`` (for ``python -m pstats``).
@@ -30,7 +30,9 @@ import threading
 import time
 
 EVENTS = os.environ.get("POSVIZ_BENCH_EVENTS")
-COUNTED = ("attention", "input_embeddings", "similarity")
+#: (module, function): where the app looks the counted functions up.
+COUNTED = (("posviz.app.caches", "attention"), ("posviz.app.caches", "input_representation"),
+           ("posviz.analysis.similarity", "similarity"))
 PROFILE = os.environ.get("POSVIZ_BENCH_PROFILE")
 _lock = threading.Lock()
 
@@ -55,12 +57,13 @@ def _counting(name: str, fn):
 
 
 def _patch_posviz() -> None:
-    import posviz
+    import importlib
 
-    for name in COUNTED:
-        fn = getattr(posviz, name)
+    for module_name, name in COUNTED:
+        module = importlib.import_module(module_name)
+        fn = getattr(module, name)
         if not getattr(fn, "bench_counted", False):
-            setattr(posviz, name, _counting(name, fn))
+            setattr(module, name, _counting(name, fn))
 
 
 def _patch_streamlit() -> None:

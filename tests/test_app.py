@@ -16,7 +16,7 @@ from streamlit.testing.v1 import AppTest
 import posviz
 from apptest_support import apptest_like_browser  # noqa: F401  the autouse AppTest shims
 from apptest_support import TITLES, arr, assert_clean, figures, open_page
-from posviz.app_state import DEFAULT_TEXT, DEFAULT_TEXT_PAIR
+from posviz.app.widgets import DEFAULT_TEXT, DEFAULT_TEXT_PAIR
 
 DEFAULT_TOKENS = ["[CLS]", "the", "cat", "chased", "the", "dog", "[SEP]",
                   "the", "dog", "chased", "the", "cat", "[SEP]"]
@@ -30,7 +30,7 @@ def lm():
 
 @pytest.fixture(scope="module")
 def matrix(lm):
-    return posviz.position_embeddings(lm).matrix
+    return lm.encodings[0].matrix
 
 
 # ---------------------------------------------------------------- every page
@@ -146,7 +146,7 @@ def test_projection_pca_ranges_3d_path_and_bad_boundary(matrix):
     at = open_page("projection", method="pca")
     assert_clean(at, "projection")
     assert at.radio(key="method").value == "pca"
-    assert at.text_input(key="ranges").value == "128"
+    assert at.text_input(key="boundaries").value == "128"
     (fig,) = figures(at)
     traces = fig["data"]
     assert [t["type"] for t in traces] == ["scatter", "scatter"]
@@ -172,7 +172,7 @@ def test_projection_pca_ranges_3d_path_and_bad_boundary(matrix):
 
     at.radio(key="dims").set_value(2)
     at.toggle(key="path").set_value(False)
-    at.text_input(key="ranges").set_value("abc").run()
+    at.text_input(key="boundaries").set_value("abc").run()
     assert not at.exception, [e.value for e in at.exception]
     assert any("abc" in w.value for w in at.warning), [w.value for w in at.warning]
     traces = figures(at)[0]["data"]

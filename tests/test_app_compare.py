@@ -15,7 +15,7 @@ def test_bundled_beside_the_sinusoid_of_its_width():
     at = open_page("compare")
     assert_clean(at, "compare")
     mine, theirs, profiles = figures(at)
-    table = posviz.position_embeddings(posviz.load_model()).matrix
+    table = posviz.load_model().encodings[0].matrix
     np.testing.assert_allclose(heatmap_z(mine), posviz.similarity(table, "cosine"), atol=1e-5)
     np.testing.assert_allclose(heatmap_z(theirs), posviz.similarity(posviz.sinusoidal(512, 384), "cosine"), atol=1e-5)
     # one colour scale for both
@@ -38,7 +38,7 @@ def test_beside_another_model_and_a_bad_one(tiny_path):
     assert_clean(at, "compare")
     mine, theirs, _ = figures(at)
     n = min(512, posviz.load_model(gpt2).max_tokens)
-    other = posviz.position_embeddings(posviz.load_model(gpt2)).matrix
+    other = posviz.load_model(gpt2).encodings[0].matrix
     np.testing.assert_allclose(heatmap_z(theirs), posviz.similarity(other[:n], "cosine"), atol=1e-5)
     assert heatmap_z(mine).shape == (n, n)
 
@@ -60,6 +60,6 @@ def test_the_bundled_model_by_its_name_beside_a_local_model(tiny_path):
                    other=posviz.BUNDLED_NAME)
     assert_clean(at, "compare")
     _, theirs, _ = figures(at)
-    table = posviz.position_embeddings(posviz.load_model()).matrix
+    table = posviz.load_model().encodings[0].matrix
     n = heatmap_z(theirs).shape[0]
     np.testing.assert_allclose(heatmap_z(theirs), posviz.similarity(table[:n], "cosine"), atol=1e-5)

@@ -16,15 +16,16 @@ import posviz
 from apptest_support import apptest_like_browser  # noqa: F401  the autouse AppTest shims
 from apptest_support import arr, assert_clean, figures, open_page
 from conftest import bundled_path
-from posviz import app_state
+from posviz import store as model_store
+from posviz.app import caches
 
 
 @pytest.fixture(autouse=True)
 def empty_store():
     """A new process-wide model store: models that other tests loaded would skip the size guard."""
-    app_state.model_store.clear()
+    caches.model_store.clear()
     yield
-    app_state.model_store.clear()
+    caches.model_store.clear()
 
 
 def _info(at) -> str:
@@ -51,7 +52,7 @@ def test_positions_only_position_pages_show_the_model_numbers(local_hub):
     assert_clean(at, "similarity")
     assert not at.sidebar.error
     assert "positions only" in " ".join(c.value for c in at.sidebar.caption)
-    matrix = posviz.position_embeddings(posviz.load_model()).matrix
+    matrix = posviz.load_model().encodings[0].matrix
     heatmap = arr(figures(at)[0]["data"][0]["z"])
     unit = matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
     np.testing.assert_allclose(heatmap, (unit @ unit.T)[:heatmap.shape[0], :heatmap.shape[1]], atol=1e-5)
@@ -69,7 +70,7 @@ def test_too_large_model_offers_positions_only(tiny_path, monkeypatch):
     assert not at.sidebar.error
     assert at.sidebar.toggle(key="positions_only").value is True
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Family"] == "gpt2" and metrics["Max tokens"] == "96"  # the tiny GPT-2 n_positions
+    assert metrics["Model type"] == "gpt2" and metrics["Max tokens"] == "96"  # the tiny GPT-2 n_positions
     assert at.sidebar.selectbox(key="model").value == folder  # what the user typed is kept
 
 
@@ -88,9 +89,9 @@ def test_hosted_mode_refuses_folders_and_caps_text(tiny_path, monkeypatch):
 
 
 def test_store_keeps_count_and_bytes_bounded_and_frees_memory(tiny_path, monkeypatch):
-    keys = [app_state.key_for(str(tiny_path(f))) for f in ("bert", "gpt2", "llama")]
+    keys = [model_store.key_for(str(tiny_path(f))) for f in ("bert", "gpt2", "llama")]
     sizes = [posviz.load_model(key.name).weight_bytes for key in keys]
-    store = app_state.ModelStore()
+    store = model_store.ModelStore()
     assert sizes[2] < sizes[0]
     store.budget = sizes[0] + sizes[1]  # room for the first two
     first = weakref.ref(store.get(keys[0]))
@@ -101,18 +102,18 @@ def test_store_keeps_count_and_bytes_bounded_and_frees_memory(tiny_path, monkeyp
     assert sum(store.loaded().values()) <= store.budget
     gc.collect()
     assert first() is None  # the dropped model's tensors were given back
-    monkeypatch.setattr(app_state, "MAX_MODELS", 1)
+    monkeypatch.setattr(model_store, "MAX_MODELS", 1)
     store.budget = 10**12
     store.get(keys[0])
     assert list(store.loaded()) == [keys[0]]
-    assert store.encodings(keys[0]) is store.encodings(keys[0])  # computed once, kept with the model
+    assert store.get(keys[0]).encodings is store.get(keys[0]).encodings  # read once, kept with the model
 
 
 def test_truncation_notice_counts_the_dropped_tokens():
     text = "word " * 600
     at = open_page("input", {"text": text, "text_pair": "A short one"})
     assert_clean(at, "input")
-    dropped = posviz.input_embeddings(posviz.load_model(), text, "A short one").truncated
+    dropped = posviz.input_representation(posviz.load_model(), text, "A short one").truncated
     assert dropped == 600 + 3 + 3 - 512  # words, 'a short one', [CLS] and two [SEP]
     assert (f"The input is longer than the model's 512 positions: {dropped} tokens were dropped, from the end of "
             "the longer sentence first") in " ".join(w.value for w in at.main.warning)

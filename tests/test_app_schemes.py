@@ -19,13 +19,14 @@ import torch
 from transformers import AutoModel, AutoTokenizer, LlamaConfig
 
 import posviz
-import posviz.figures
+import posviz.views.figures
 from apptest_support import apptest_like_browser  # noqa: F401  the autouse AppTest shims
 from apptest_support import TITLES, arr, assert_clean, figures, open_page
 from conftest import VOCAB, bundled_path
-from posviz.analysis import block_mean
-from posviz.app_state import DEFAULT_TEXT, DEFAULT_TEXT_PAIR, MAX_SHOWN
-from posviz.schemes import SCHEME_LABELS, resolve
+from posviz.analysis.similarity import block_mean
+from posviz.app.widgets import DEFAULT_TEXT, DEFAULT_TEXT_PAIR
+from posviz.views.limits import MAX_POSITIONS
+from posviz.hooks import resolve
 
 FAMILIES = {"llama": "rotary", "gptj": "rotary", "bloom": "alibi", "t5": "relative_bias", "marian": "sinusoidal"}
 ROTARY = ["llama", "gptj"]
@@ -43,7 +44,7 @@ def encodings_of(tiny_lm):
 
     def get(family):
         if family not in cache:
-            cache[family] = posviz.position_encodings(tiny_lm(family))
+            cache[family] = tiny_lm(family).encodings
         return cache[family]
 
     return get
@@ -101,7 +102,7 @@ def test_every_page_runs_clean(path_of, tiny_lm, family, page):
     else:
         assert at.get("plotly_chart"), "no chart"
     if page == "model":
-        assert f"**Positional scheme:** {SCHEME_LABELS[lm.scheme]}" in [m.value for m in at.markdown]
+        assert f"**Positional scheme:** {lm.scheme_label}" in [m.value for m in at.markdown]
 
 
 def test_model_typed_into_sidebar(path_of, encodings_of):
@@ -109,7 +110,7 @@ def test_model_typed_into_sidebar(path_of, encodings_of):
     at.sidebar.selectbox(key="model").set_value(path_of("llama")).run()
     assert_clean(at, "model")
     assert at.sidebar.selectbox(key="model").value == path_of("llama")
-    assert any(SCHEME_LABELS["rotary"] in c.value for c in at.sidebar.caption)
+    assert any(posviz.RotaryEncoding.label in c.value for c in at.sidebar.caption)
     (fig,) = figures(at)
     np.testing.assert_allclose(arr(fig["data"][0]["y"]), encodings_of("llama")[0].frequencies, rtol=1e-6)
 
@@ -193,7 +194,7 @@ def test_rotary_input_page_no_position_vector(path_of, tiny_lm, family):
     assert "position" not in traces_by_name(norms)
     assert vectors["layout"]["title"]["text"].startswith("token vectors")
     ids = lm.tokenizer(DEFAULT_TEXT, DEFAULT_TEXT_PAIR)["input_ids"]
-    table = resolve(lm.model, lm.layout.token[0]).weight.detach().float().numpy()
+    table = resolve(lm.model, lm.family.token[0]).weight.detach().float().numpy()
     np.testing.assert_allclose(arr(vectors["data"][0]["z"]), table[ids], rtol=1e-6, atol=1e-7)
 
 
@@ -308,13 +309,13 @@ def test_marian_sinusoid_similarity(path_of, encodings_of, tiny_lm):
     assert enc.sinusoid == "halves"
     n, d = enc.num_positions, enc.width
     at = open_scheme(path_of("marian"), "similarity")
-    assert any(SCHEME_LABELS["sinusoidal"] in c.value for c in at.sidebar.caption)
+    assert any(posviz.SinusoidalEmbeddings.label in c.value for c in at.sidebar.caption)
     heat = figures(at)[0]
     assert title(heat).startswith(f"P·Pᵀ, positions 0–{n - 1}")
     expected = posviz.similarity(posviz.sinusoidal(n, d, "halves"), "dot")
     np.testing.assert_allclose(arr(heat["data"][0]["z"]), expected, atol=1e-4, rtol=1e-4)
     assert_explained(at, enc)
-    assert tiny_lm("marian").scheme_label == SCHEME_LABELS["sinusoidal"] == "fixed sinusoidal position embeddings"
+    assert tiny_lm("marian").scheme_label == posviz.SinusoidalEmbeddings.label == "fixed sinusoidal position embeddings"
 
 
 # ---------------------------------------------------------------- long context by stride
@@ -334,23 +335,23 @@ def long_llama(tmp_path_factory):
 
 
 def test_long_context_rotary_by_stride(long_llama):
-    """131 072 positions: at most MAX_SHOWN positions computed (a stride, said in the title), and the
+    """131 072 positions: at most MAX_POSITIONS positions computed (a stride, said in the title), and the
     heatmap sent as block means (said too) of at most ``position_heatmap``'s ``max_cells`` per side."""
-    cells = inspect.signature(posviz.figures.position_heatmap).parameters["max_cells"].default
+    cells = inspect.signature(posviz.views.figures.position_heatmap).parameters["max_cells"].default
     at = open_scheme(long_llama, "similarity")
-    assert at.slider(key="range").value == (0, MAX_SHOWN - 1)
-    assert arr(figures(at)[0]["data"][0]["z"]).shape == (min(cells, MAX_SHOWN),) * 2
+    assert at.slider(key="range").value == (0, MAX_POSITIONS - 1)
+    assert arr(figures(at)[0]["data"][0]["z"]).shape == (min(cells, MAX_POSITIONS),) * 2
 
     at.slider(key="range").set_value((0, LONG - 1)).run()
     assert_clean(at, "similarity")
     heat, profile, kernel = figures(at)
-    step = LONG // MAX_SHOWN
+    step = LONG // MAX_POSITIONS
     z = arr(heat["data"][0]["z"])
-    assert z.shape[0] <= MAX_SHOWN and z.shape[0] == z.shape[1]
+    assert z.shape[0] <= MAX_POSITIONS and z.shape[0] == z.shape[1]
     assert np.isfinite(z).all()
     assert re.search(rf"positions 0–{LONG - 1}, every {step}th position \(faster oscillations alias\)",
                      title(heat)), title(heat)
-    enc = posviz.position_embeddings(posviz.load_model(long_llama))
+    enc = posviz.load_model(long_llama).encodings[0]
     assert enc.num_positions == LONG
     expected, block = block_mean(posviz.similarity(enc.vectors(np.arange(0, LONG, step)), "dot"), cells)
     if block > 1:
@@ -359,6 +360,6 @@ def test_long_context_rotary_by_stride(long_llama):
     x = arr(heat["data"][0]["x"])
     assert x[0] == 0 and np.all(np.diff(x) == step * block)
 
-    assert arr(profile["data"][0]["y"]).shape == (MAX_SHOWN,)
+    assert arr(profile["data"][0]["y"]).shape == (MAX_POSITIONS,)
     assert f"(every {step}th)" in title(kernel)
-    assert all(arr(t["y"]).shape == (MAX_SHOWN,) for t in kernel["data"])
+    assert all(arr(t["y"]).shape == (MAX_POSITIONS,) for t in kernel["data"])

@@ -17,8 +17,8 @@ from transformers.models.bart.modeling_bart import shift_tokens_right
 
 import posviz
 from conftest import LONG_TEXT, PAIR, SENTENCE, _randomize_small_params, _t5, bundled_path, encode
-from posviz.app_state import DEFAULT_TEXT, DEFAULT_TEXT_PAIR
-from posviz.attention import without_tokens
+from posviz.app.widgets import DEFAULT_TEXT, DEFAULT_TEXT_PAIR
+from posviz.analysis.attention import without_tokens
 from apptest_support import apptest_like_browser, arr, assert_clean, figures, open_page  # noqa: F401  (autouse shims)
 
 ATOL = 1e-5

@@ -1,4 +1,4 @@
-"""posviz.input_embeddings against the model's own embedding computation (forward hooks)."""
+"""posviz.input_representation against the model's own embedding computation (forward hooks)."""
 
 from __future__ import annotations
 
@@ -75,9 +75,9 @@ def test_input_embeddings_match_model(family, tiny_lm, reference):
     spec = FAMILIES[family]
     model, tok = reference(family)
     lm = tiny_lm(family)
-    emb = posviz.input_embeddings(lm, SENTENCE)
+    emb = posviz.input_representation(lm, SENTENCE)
     own = _own_embeddings(model, tok, spec, SENTENCE)
-    _check_against_model(emb, own, posviz.position_embeddings(lm).matrix)
+    _check_against_model(emb, own, lm.encodings[0].matrix)
     assert emb.truncated == 0
 
 
@@ -86,10 +86,10 @@ def test_input_embeddings_pair_match_model(family, tiny_lm, reference):
     spec = FAMILIES[family]
     model, tok = reference(family)
     lm = tiny_lm(family)
-    emb = posviz.input_embeddings(lm, SENTENCE, text_pair=PAIR)
+    emb = posviz.input_representation(lm, SENTENCE, text_pair=PAIR)
     own = _own_embeddings(model, tok, spec, SENTENCE, PAIR)
-    _check_against_model(emb, own, posviz.position_embeddings(lm).matrix)
-    single = posviz.input_embeddings(lm, SENTENCE)
+    _check_against_model(emb, own, lm.encodings[0].matrix)
+    single = posviz.input_representation(lm, SENTENCE)
     assert len(emb.tokens) > len(single.tokens)
 
 
@@ -97,7 +97,7 @@ def test_input_embeddings_pair_match_model(family, tiny_lm, reference):
 def test_pair_gives_segment_b(family, tiny_lm, reference):
     model, tok = reference(family)
     spec = FAMILIES[family]
-    emb = posviz.input_embeddings(tiny_lm(family), SENTENCE, text_pair=PAIR)
+    emb = posviz.input_representation(tiny_lm(family), SENTENCE, text_pair=PAIR)
     tt = encode(tok, SENTENCE, PAIR)["token_type_ids"][0].numpy()
     assert (tt == 0).any() and (tt == 1).any()
     seg_table = model.get_submodule(spec.segment_module).weight.detach().numpy()
@@ -106,12 +106,12 @@ def test_pair_gives_segment_b(family, tiny_lm, reference):
     a, b = emb.segment[tt == 0][0], emb.segment[tt == 1][0]
     assert not np.allclose(a, b)
     # single text: segment A everywhere
-    single = posviz.input_embeddings(tiny_lm(family), SENTENCE)
+    single = posviz.input_representation(tiny_lm(family), SENTENCE)
     np.testing.assert_allclose(single.segment, np.broadcast_to(seg_table[0], single.segment.shape), atol=ATOL)
 
 
 def test_bert_tokens_cls_sep(tiny_lm):
-    emb = posviz.input_embeddings(tiny_lm("bert"), SENTENCE, text_pair=PAIR)
+    emb = posviz.input_representation(tiny_lm("bert"), SENTENCE, text_pair=PAIR)
     assert emb.tokens[0] == "[CLS]"
     assert emb.tokens[-1] == "[SEP]"
     assert emb.tokens.count("[SEP]") == 2
@@ -121,7 +121,7 @@ def test_bert_tokens_cls_sep(tiny_lm):
 @pytest.mark.parametrize("text", ["", "   ", "\n\t "])
 def test_empty_text_raises(text, tiny_lm):
     with pytest.raises(ValueError):
-        posviz.input_embeddings(tiny_lm("bert"), text)
+        posviz.input_representation(tiny_lm("bert"), text)
 
 
 # ----------------------------------------------------------------------------- bundled model
@@ -129,9 +129,9 @@ def test_empty_text_raises(text, tiny_lm):
 
 def test_bundled_input_embeddings_match_model(bundled_lm, bundled_reference):
     model, tok = bundled_reference
-    emb = posviz.input_embeddings(bundled_lm, SENTENCE, text_pair=PAIR)
+    emb = posviz.input_representation(bundled_lm, SENTENCE, text_pair=PAIR)
     own = _own_embeddings(model, tok, FAMILIES["bert"], SENTENCE, PAIR)
-    _check_against_model(emb, own, posviz.position_embeddings(bundled_lm).matrix)
+    _check_against_model(emb, own, bundled_lm.encodings[0].matrix)
     assert emb.tokens[0] == "[CLS]"
     # normalized is the embeddings module's own output (eval mode: dropout off)
     with torch.no_grad():
@@ -151,12 +151,12 @@ def test_bundled_truncation(bundled_lm, bundled_reference):
     model, tok = bundled_reference
     full = _full_count(tok, LONG_TEXT)
     assert full > 512
-    emb = posviz.input_embeddings(bundled_lm, LONG_TEXT)
+    emb = posviz.input_representation(bundled_lm, LONG_TEXT)
     assert len(emb.tokens) == 512
     assert emb.sum.shape == (512, 384)
     assert emb.truncated == full - 512
     own = _own_embeddings(model, tok, FAMILIES["bert"], LONG_TEXT, truncation=True, max_length=512)
-    _check_against_model(emb, own, posviz.position_embeddings(bundled_lm).matrix)
+    _check_against_model(emb, own, bundled_lm.encodings[0].matrix)
 
 
 @pytest.mark.parametrize("family", ["bert", "roberta", "gpt2", "opt", "bart"])
@@ -166,18 +166,18 @@ def test_tiny_truncation(family, tiny_lm, reference):
     lm = tiny_lm(family)
     assert lm.max_tokens == spec.max_tokens
     full = _full_count(tok, LONG_TEXT)
-    emb = posviz.input_embeddings(lm, LONG_TEXT)
+    emb = posviz.input_representation(lm, LONG_TEXT)
     assert len(emb.tokens) == spec.max_tokens
     assert emb.truncated == full - spec.max_tokens > 0
     own = _own_embeddings(model, tok, spec, LONG_TEXT, truncation=True, max_length=spec.max_tokens)
-    _check_against_model(emb, own, posviz.position_embeddings(lm).matrix)
+    _check_against_model(emb, own, lm.encodings[0].matrix)
 
 
 def test_tiny_pair_truncation(tiny_lm, reference):
     _, tok = reference("bert")
     lm = tiny_lm("bert")
     full = _full_count(tok, LONG_TEXT, PAIR)
-    emb = posviz.input_embeddings(lm, LONG_TEXT, text_pair=PAIR)
+    emb = posviz.input_representation(lm, LONG_TEXT, text_pair=PAIR)
     assert len(emb.tokens) == 64
     assert emb.truncated == full - 64
     assert emb.tokens.count("[SEP]") == 2
@@ -190,7 +190,7 @@ def test_sinusoidal_encoders_input_sum_is_what_the_first_layer_receives(family, 
     be the hidden state entering the encoder's first layer."""
     model, tok = reference(family)
     lm = tiny_lm(family)
-    emb = posviz.input_embeddings(lm, SENTENCE)
+    emb = posviz.input_representation(lm, SENTENCE)
     seen = {}
 
     def first_layer_input(_module, args, kwargs):
@@ -206,4 +206,4 @@ def test_sinusoidal_encoders_input_sum_is_what_the_first_layer_receives(family, 
     n = len(emb.tokens)
     assert emb.position.shape == emb.token.shape == (n, lm.config.d_model)
     np.testing.assert_allclose(emb.sum, seen["h"][0].numpy(), rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(emb.position, posviz.position_embeddings(lm).matrix[:n], atol=1e-6)
+    np.testing.assert_allclose(emb.position, lm.encodings[0].matrix[:n], atol=1e-6)

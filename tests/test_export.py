@@ -29,6 +29,8 @@ import posviz
 from apptest_support import ROOT, apptest_like_browser  # noqa: F401  the autouse AppTest shims
 from apptest_support import arr, assert_clean, figures, open_page
 from posviz import export
+from posviz.standard_set import Export, standard_set
+from posviz.views.view import slug
 
 SENTENCE = "The cat chased the dog"
 TOKENS = ["[CLS]", "the", "cat", "chased", "the", "dog", "[SEP]"]
@@ -56,8 +58,8 @@ def lm():
 
 
 @pytest.fixture(scope="module")
-def views(lm) -> dict[str, export.Export]:
-    return {view.stem: view for view in export.standard_set(lm, SENTENCE)}
+def views(lm) -> dict[str, Export]:
+    return {view.stem: view for view in standard_set(lm, SENTENCE)}
 
 
 @pytest.fixture(scope="module")
@@ -145,7 +147,7 @@ def test_svg_is_xml(exported, stem):
 
 def test_npz_shapes_and_values(exported, lm):
     out = exported[0]
-    table = posviz.position_embeddings(lm).matrix
+    table = lm.encodings[0].matrix
     with np.load(out / "position-similarity.npz") as z:
         assert z["similarity"].shape == (512, 512)
         np.testing.assert_allclose(z["similarity"], table @ table.T, rtol=1e-4, atol=1e-5)
@@ -219,11 +221,11 @@ def test_csv_and_npz_round_trip():
 
 
 def test_slug():
-    from posviz import figures as f
+    from posviz.views import figures as f
 
     fig = f.position_heatmap(np.eye(3), 0, "P·Pᵀ, positions 0–2", "P·Pᵀ")
-    assert export.slug(fig) == "ppt-positions-0-2"  # the subtitle (<sup>) is left out
-    assert export.slug("<b></b>") == "figure"
+    assert slug(fig.layout.title.text) == "ppt-positions-0-2"  # the subtitle (<sup>) is left out
+    assert slug("<b></b>") == "figure"
 
 
 # ---------------------------------------------------------------- the app's download buttons
@@ -312,12 +314,13 @@ def _charts_with_one_title():
     import numpy as np
     import plotly.graph_objects as go
 
-    from posviz import app_state
+    from posviz.app.downloads import show
+    from posviz.views.view import View
 
     for i in range(3):
-        app_state.show(go.Figure(go.Scatter(y=[1, 2, i]), layout={"title": "Same title"}),
-                       arrays={"y": np.array([1, 2, i])})
-    app_state.show(go.Figure())
+        show(View(go.Figure(go.Scatter(y=[1, 2, i]), layout={"title": "Same title"}), "Same title",
+                  {"y": np.array([1, 2, i])}))
+    show(View(go.Figure(), ""))
 
 
 def test_charts_sharing_a_title_get_their_own_buttons():

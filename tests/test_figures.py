@@ -3,8 +3,8 @@
 import numpy as np
 import plotly.io as pio
 
-from posviz import figures
-from posviz.analysis import block_mean
+from posviz.views import figures
+from posviz.analysis.similarity import block_mean
 
 
 def test_block_mean_values_and_ragged_edge():

@@ -1,4 +1,4 @@
-"""Fuzzing the input path: any text through ``posviz.input_embeddings`` and ``posviz.attention``.
+"""Fuzzing the input path: any text through ``posviz.input_representation`` and ``posviz.attention``.
 
 Hypothesis generates text of every Unicode category (control characters, NUL, combining marks,
 right-to-left scripts, emoji, private-use and unassigned code points, lone whitespace; lone
@@ -8,7 +8,7 @@ Every call must either return a result or raise ValueError with a readable messa
 result must hold up:
 
 - ValueError exactly for empty / whitespace-only text (``str.strip``, as
-  :func:`posviz.encoding.encode` checks) and for lone surrogates, which are not text;
+  :func:`posviz.tokenization.encode` checks) and for lone surrogates, which are not text;
 - truncation is reported: ``truncated == max(0, n - lm.max_tokens)`` and
   ``len(tokens) == min(n, lm.max_tokens)``, ``n`` the tokenizer's own untruncated count;
 - shapes agree with the tokens, every attention row sums to 1, nothing is NaN or infinite.
@@ -27,7 +27,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import posviz
-from posviz.encoding import encode, longest_first
+from posviz.tokenization import encode, longest_first
 from conftest import LONG_TEXT, PAIR, SENTENCE, build_tiny
 
 # ------------------------------------------------------------------ models
@@ -123,7 +123,7 @@ def _assert_rows(patterns, queries, keys, causal=False):
 def _check(lm, text, text_pair=None, target=None):
     """Both entry points on one input, with every property of the module docstring."""
     if not text.strip():
-        for call in (lambda: posviz.input_embeddings(lm, text, text_pair),
+        for call in (lambda: posviz.input_representation(lm, text, text_pair),
                      lambda: posviz.attention(lm, text, text_pair, target=target)):
             with pytest.raises(ValueError, match="Type a sentence"):
                 call()
@@ -136,7 +136,7 @@ def _check(lm, text, text_pair=None, target=None):
     if n <= 4 * lm.max_tokens:  # small enough for the tokenizer's own truncation of a pair
         _assert_same_as_tokenizer(lm, text, text_pair)
 
-    emb = posviz.input_embeddings(lm, text, text_pair)
+    emb = posviz.input_representation(lm, text, text_pair)
     assert len(emb.tokens) == kept and kept <= lm.max_tokens
     assert emb.truncated == truncated
     width = lm.config.get_text_config().hidden_size
@@ -150,7 +150,7 @@ def _check(lm, text, text_pair=None, target=None):
     att = posviz.attention(lm, text, text_pair, target=target)
     assert att.tokens == emb.tokens and att.truncated == truncated
     assert att.patterns.shape[:2] == (lm.num_layers, lm.num_heads)
-    _assert_rows(att.patterns, kept, kept, causal=lm.family == "gpt2")
+    _assert_rows(att.patterns, kept, kept, causal=lm.model_type == "gpt2")
 
     if lm.config.is_encoder_decoder:
         used = target if target and target.strip() else text
@@ -211,7 +211,7 @@ def test_lone_surrogates_are_a_value_error(lms, name, text):
     tokenizer's TypeError."""
     lm = lms[name]
     where = text.index(next(c for c in text if "\ud800" <= c <= "\udfff"))
-    calls = [lambda: posviz.input_embeddings(lm, text), lambda: posviz.attention(lm, text),
+    calls = [lambda: posviz.input_representation(lm, text), lambda: posviz.attention(lm, text),
              lambda: posviz.attention(lm, SENTENCE, text)]
     if lm.config.is_encoder_decoder:
         calls.append(lambda: posviz.attention(lm, SENTENCE, target=text))
@@ -229,7 +229,7 @@ UNITS = {"bundled": ("a ", "b "), "gpt2-bpe": ("\x01", "\x02")}
 @pytest.mark.parametrize("name", ["bundled", "gpt2-bpe"])
 @pytest.mark.parametrize("side", ["right", "left"])
 def test_longest_first_is_the_tokenizers_rule(lms, name, side):
-    """:func:`posviz.encoding.longest_first` against the tokenizer's own ``truncation=True`` for
+    """:func:`posviz.tokenization.longest_first` against the tokenizer's own ``truncation=True`` for
     every pair of segment lengths 1 to 11, with an odd and an even budget, on either side."""
     tok = lms[name].tokenizer
     saved = tok.truncation_side

@@ -29,13 +29,13 @@ def _header(path) -> tuple[dict, int]:
 
 def _same_encodings(full: posviz.LoadedModel, partial: posviz.LoadedModel) -> None:
     """Every positional component of the two loads gives the same numbers."""
-    a, b = posviz.position_encodings(full), posviz.position_encodings(partial)
+    a, b = full.encodings, partial.encodings
     assert [type(e) for e in a] == [type(e) for e in b] and [e.component for e in a] == [e.component for e in b]
     for x, y in zip(a, b):
         positions = np.arange(min(x.num_positions, 48) or 1)
-        if x.kind == "vectors":
+        if x.has_vectors:
             assert torch.equal(x.vectors(positions), y.vectors(positions))
-        elif x.kind == "bias":
+        elif x.has_bias:
             np.testing.assert_array_equal(x.bias(positions), y.bias(positions))
 
 
@@ -59,8 +59,8 @@ def test_bundled_positions_through_the_hub_read_only_the_table(local_hub, bundle
     assert local_hub.sent <= 1.1 * needed, (local_hub.sent, needed, local_hub.requests)
     assert local_hub.sent >= end - start
     assert not [r for r in local_hub.requests if r.startswith("GET") and r.endswith("model.safetensors")]
-    np.testing.assert_array_equal(posviz.position_embeddings(partial).matrix,
-                                  posviz.position_embeddings(bundled_lm).matrix)
+    np.testing.assert_array_equal(partial.encodings[0].matrix,
+                                  bundled_lm.encodings[0].matrix)
 
 
 def test_sharded_bf16_checkpoint_through_the_hub(local_hub, tiny_path, tmp_path):
@@ -84,7 +84,7 @@ def test_sharded_bf16_checkpoint_through_the_hub(local_hub, tiny_path, tmp_path)
     full = posviz.load_model(repo)
     assert full.dtype == torch.bfloat16
     stored = AutoModel.from_pretrained(folder).embeddings.position_embeddings.weight
-    np.testing.assert_array_equal(posviz.position_embeddings(partial).matrix, stored.detach().float().numpy())
+    np.testing.assert_array_equal(partial.encodings[0].matrix, stored.detach().float().numpy())
     _same_encodings(full, partial)
 
 
@@ -92,7 +92,7 @@ def test_a_full_model_loads_through_the_hub(local_hub, bundled_lm):
     repo = local_hub.add("posviz-test/minilm-full", bundled_path())
     lm = posviz.load_model(repo)
     assert lm.name == repo and not lm.positions_only
-    ours, bundled = posviz.input_embeddings(lm, "The cat sat"), posviz.input_embeddings(bundled_lm, "The cat sat")
+    ours, bundled = posviz.input_representation(lm, "The cat sat"), posviz.input_representation(bundled_lm, "The cat sat")
     assert ours.tokens == bundled.tokens
     np.testing.assert_array_equal(ours.normalized, bundled.normalized)
     assert local_hub.sent > (bundled_path() / "model.safetensors").stat().st_size

@@ -31,8 +31,8 @@ def test_bundled_model_facts(bundled_lm):
 
 
 def test_bundled_family_is_model_type(bundled_lm):
-    assert isinstance(bundled_lm.family, str), type(bundled_lm.family)
-    assert bundled_lm.family == "bert"
+    assert isinstance(bundled_lm.model_type, str), type(bundled_lm.model_type)
+    assert bundled_lm.model_type == "bert"
 
 
 def test_bundled_weights_are_the_checkpoint(bundled_lm, bundled_reference):
@@ -74,8 +74,8 @@ def test_tiny_model_facts(family, tiny_lm, reference):
 def test_family_is_model_type(family, tiny_lm, reference):
     model, _ = reference(family)
     lm = tiny_lm(family)
-    assert isinstance(lm.family, str), type(lm.family)
-    assert lm.family == _MODEL_TYPE.get(family, family) == model.config.model_type
+    assert isinstance(lm.model_type, str), type(lm.model_type)
+    assert lm.model_type == _MODEL_TYPE.get(family, family) == model.config.model_type
 
 
 def test_task_head_checkpoint_gives_base_model(tmp_path):
@@ -87,7 +87,7 @@ def test_task_head_checkpoint_gives_base_model(tmp_path):
     lm = posviz.load_model(str(tmp_path))
     assert type(lm.model).__name__ == "BertModel"
     assert lm.max_tokens == 48
-    pe = posviz.position_embeddings(lm)
+    pe = lm.encodings[0]
     np.testing.assert_array_equal(pe.matrix, m.bert.embeddings.position_embeddings.weight.detach().numpy())
 
 

@@ -41,7 +41,7 @@ def test_matrix_is_what_the_model_adds(family, tiny_lm, reference):
     model, _ = reference(family)
     table = model.get_submodule(spec.position_module).weight.detach().numpy()
 
-    pe = posviz.position_embeddings(tiny_lm(family))
+    pe = tiny_lm(family).encodings[0]
 
     assert pe.scheme == "learned_absolute"
     assert pe.offset == spec.offset
@@ -62,7 +62,7 @@ def test_offset_two_rows_skipped(family, tiny_lm, reference):
     spec = FAMILIES[family]
     model, _ = reference(family)
     table = model.get_submodule(spec.position_module).weight.detach().numpy()
-    pe = posviz.position_embeddings(tiny_lm(family))
+    pe = tiny_lm(family).encodings[0]
     assert pe.offset == 2
     for p in range(pe.matrix.shape[0]):
         np.testing.assert_array_equal(pe.matrix[p], table[p + 2])
@@ -74,7 +74,7 @@ def test_offset_two_rows_skipped(family, tiny_lm, reference):
 @pytest.mark.parametrize("family", ["albert", "electra"])
 def test_factorized_width_is_embedding_size(family, tiny_lm):
     lm = tiny_lm(family)
-    pe = posviz.position_embeddings(lm)
+    pe = lm.encodings[0]
     assert pe.matrix.shape[1] == lm.config.embedding_size == 16
     assert lm.config.hidden_size == 32
 
@@ -91,12 +91,12 @@ def test_no_table_gives_the_schemes_encoding(family, tiny_lm):
     lm = tiny_lm(family)
     assert lm.scheme == spec.scheme
     assert not hasattr(posviz, "NoPositionTable")
-    enc = posviz.position_embeddings(lm)
+    enc = lm.encodings[0]
     assert type(enc) is getattr(posviz, _SCHEME_CLASS[spec.scheme])
     assert isinstance(enc, posviz.PositionEncoding)
     assert enc.scheme == spec.scheme
     assert re.search(_SCHEME_WORDS[spec.scheme], enc.describe(), re.IGNORECASE), enc.describe()
-    assert enc is not None and posviz.position_encodings(lm)[0].source == enc.source
+    assert enc is not None and lm.encodings[0].source == enc.source
 
 
 def test_bf16_checkpoint_gives_float32(tmp_path):
@@ -112,10 +112,10 @@ def test_bf16_checkpoint_gives_float32(tmp_path):
     saved = model.embeddings.position_embeddings.weight.detach().float().numpy()
 
     lm = posviz.load_model(str(tmp_path))
-    pe = posviz.position_embeddings(lm)
+    pe = lm.encodings[0]
     assert pe.matrix.dtype == np.float32
     np.testing.assert_array_equal(pe.matrix, saved)
-    emb = posviz.input_embeddings(lm, "a short sentence")
+    emb = posviz.input_representation(lm, "a short sentence")
     assert emb.sum.dtype == np.float32 and np.isfinite(emb.sum).all()
     att = posviz.attention(lm, "a short sentence")
     assert np.isfinite(att.patterns).all()
@@ -127,7 +127,7 @@ def test_bf16_checkpoint_gives_float32(tmp_path):
 
 @pytest.fixture(scope="module")
 def bundled_pe(bundled_lm):
-    return posviz.position_embeddings(bundled_lm)
+    return bundled_lm.encodings[0]
 
 
 def test_bundled_matrix_is_what_the_model_adds(bundled_pe, bundled_reference):

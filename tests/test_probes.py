@@ -16,7 +16,7 @@ import torch
 import posviz
 from apptest_support import apptest_like_browser  # noqa: F401  the autouse AppTest shims
 from apptest_support import arr, assert_clean, figures, open_page
-from posviz import probes
+from posviz.analysis import layer_probe, probes
 
 #: Tolerance on the mean error rate of the relative probe over seeds 0..4 on the sinusoid:
 #: the reference says "about 0.05"; 512 pairs give a standard error of about 0.01 per seed.
@@ -30,7 +30,7 @@ def sinusoid():
 
 @pytest.fixture(scope="module")
 def table(bundled_lm):
-    return posviz.position_embeddings(bundled_lm).matrix
+    return bundled_lm.encodings[0].matrix
 
 
 # ---------------------------------------------------------------- the table probes
@@ -40,7 +40,7 @@ def test_absolute_probe_reads_the_sinusoid_exactly(sinusoid):
     found = probes.absolute_position_probe(sinusoid)
     assert found.probe == "absolute" and found.score == 0.0
     np.testing.assert_array_equal(found.targets, np.arange(512))
-    np.testing.assert_array_equal(found.rounded, np.arange(512))  # in position order, not shuffled
+    np.testing.assert_array_equal(np.rint(found.predictions), np.arange(512))  # in position order, not shuffled
     assert found.predictions.shape == (512,) and found.pairs is None
 
 
@@ -98,12 +98,12 @@ def test_tensors_and_arrays_alike_and_bad_arguments(sinusoid):
 
 @pytest.fixture(scope="module")
 def layers(bundled_lm):
-    return probes.layer_position_probe(bundled_lm)
+    return layer_probe.layer_position_probe(bundled_lm)
 
 
 def test_layer_zero_is_the_models_own_hidden_states(layers, bundled_reference):
     model, tok = bundled_reference
-    batch = tok(probes.BUILTIN_TEXT, return_tensors="pt", truncation=True, max_length=512)
+    batch = tok(layer_probe.BUILTIN_TEXT, return_tensors="pt", truncation=True, max_length=512)
     with torch.no_grad():
         own = model(**batch, output_hidden_states=True).hidden_states
     assert layers.states.shape == (len(own), 512, 384) == (7, 512, 384)
@@ -118,12 +118,12 @@ def test_layer_zero_is_the_models_own_hidden_states(layers, bundled_reference):
 
 def test_layer_probe_on_any_scheme_and_short_texts(tiny_lm):
     bloom = tiny_lm("bloom")
-    found = probes.layer_position_probe(bloom, "one two three four five six seven eight nine ten", seed=1)
+    found = layer_probe.layer_position_probe(bloom, "one two three four five six seven eight nine ten", seed=1)
     assert found.mae.shape == (bloom.num_layers + 1,) and found.seed == 1
     with pytest.raises(ValueError, match="too few"):
-        probes.layer_position_probe(bloom, "one two")
+        layer_probe.layer_position_probe(bloom, "one two")
     with pytest.raises(ValueError):
-        probes.layer_position_probe(bloom, "  ")
+        layer_probe.layer_position_probe(bloom, "  ")
 
 
 # ---------------------------------------------------------------- the page
@@ -151,7 +151,7 @@ def test_page_on_the_bundled_model(table, sinusoid, bundled_lm):
         assert rows[name]["pairs"] == 512 and rows[name]["positions"] == 512
         np.testing.assert_allclose(arr(traces[name]["y"]), absolute.predictions, rtol=1e-6)
     assert rows["sinusoid, width 384 (interleaved)"]["absolute MAE (positions)"] == 0.0
-    layers = probes.layer_position_probe(bundled_lm)
+    layers = layer_probe.layer_position_probe(bundled_lm)
     np.testing.assert_allclose(arr(per_layer["data"][0]["y"]), layers.mae, rtol=1e-6)
 
     # the seed and the number of pairs: widgets, and the values follow
@@ -194,5 +194,5 @@ def test_page_on_bloom_has_no_table_but_probes_layers(tiny_path, tiny_lm):
     assert not at.dataframe
     assert any("no table to probe" in i.value for i in at.info)
     (per_layer,) = figures(at)
-    np.testing.assert_allclose(arr(per_layer["data"][0]["y"]), probes.layer_position_probe(tiny_lm("bloom")).mae,
+    np.testing.assert_allclose(arr(per_layer["data"][0]["y"]), layer_probe.layer_position_probe(tiny_lm("bloom")).mae,
                                rtol=1e-6)

@@ -15,7 +15,9 @@ from sklearn.preprocessing import MinMaxScaler
 import posviz
 from apptest_support import apptest_like_browser  # noqa: F401  the autouse AppTest shims
 from apptest_support import arr, assert_clean, figures, open_page
-from posviz import properties as pr
+from posviz.analysis import identical_words as iw
+from posviz.analysis import locality as loc
+from posviz.analysis import properties as pr
 
 
 def sinusoid_gram(n: int, d: int, layout: str = "interleaved") -> np.ndarray:
@@ -56,14 +58,14 @@ def test_sinusoid_512_first_rise_and_float64():
 
 
 def test_rotary_kernel_is_translation_invariant_and_symmetric(tiny_lm):
-    encoding = posviz.position_embeddings(tiny_lm("llama"))
+    encoding = tiny_lm("llama").encodings[0]
     G = posviz.similarity(encoding.vectors(np.arange(128)))
     assert pr.translation_invariance(G) == pytest.approx(1.0, abs=1e-6)
     assert pr.symmetry(G) == pytest.approx(1.0, abs=1e-6)
 
 
 def test_learned_table_is_not_translation_invariant(bundled_lm):
-    G = posviz.similarity(posviz.position_embeddings(bundled_lm).matrix)
+    G = posviz.similarity(bundled_lm.encodings[0].matrix)
     assert pr.translation_invariance(G) < 0.9
     assert pr.symmetry(G) == pytest.approx(1.0, abs=1e-6)  # a dot product: symmetric by construction
 
@@ -150,23 +152,23 @@ def previous_token(L: int) -> np.ndarray:
 
 @pytest.mark.parametrize("L", [3, 5, 8, 64])
 def test_identity_is_local_and_symmetric(L):
-    assert pr.locality(np.eye(L)) == pytest.approx(1.0)
-    assert pr.attention_symmetry(np.eye(L)) == pytest.approx(1.0)
+    assert loc.locality(np.eye(L)) == pytest.approx(1.0)
+    assert loc.attention_symmetry(np.eye(L)) == pytest.approx(1.0)
 
 
 def test_previous_token_matrix():
     # locality: row 0 attends to itself (weight 1), every other row to its left neighbour (1/2)
     for L in (4, 5, 6, 64):
-        assert pr.locality(previous_token(L)) == pytest.approx((1 + (L - 1) / 2) / L)
+        assert loc.locality(previous_token(L)) == pytest.approx((1 + (L - 1) / 2) / L)
     # symmetry: a row with one pair scales to 0; a row with m ≥ 2 pairs has differences (1, 0, …, 0)
     # and contributes exactly one 1. L = 5: rows 1..3 hold m = 1, 2, 1 pairs -> 1 − 1/4.
-    assert pr.attention_symmetry(previous_token(4)) == pytest.approx(1.0)  # only one-pair rows
-    assert pr.attention_symmetry(previous_token(5)) == pytest.approx(0.75)
-    assert pr.attention_symmetry(previous_token(6)) == pytest.approx(1 - 2 / 6)
+    assert loc.attention_symmetry(previous_token(4)) == pytest.approx(1.0)  # only one-pair rows
+    assert loc.attention_symmetry(previous_token(5)) == pytest.approx(0.75)
+    assert loc.attention_symmetry(previous_token(6)) == pytest.approx(1 - 2 / 6)
     L = 64
     pairs = sum(min(i, L - 1 - i) for i in range(1, L - 1))
     rows_with_two = sum(1 for i in range(1, L - 1) if min(i, L - 1 - i) >= 2)
-    assert pr.attention_symmetry(previous_token(L)) == pytest.approx(1 - rows_with_two / pairs)
+    assert loc.attention_symmetry(previous_token(L)) == pytest.approx(1 - rows_with_two / pairs)
 
 
 def test_chen_scores_on_random_attention_match_a_direct_computation():
@@ -175,22 +177,22 @@ def test_chen_scores_on_random_attention_match_a_direct_computation():
         M = rng.random((L, L))
         M /= M.sum(axis=1, keepdims=True)
         direct = sum(M[i, j] * 2.0 ** -abs(i - j) for i in range(L) for j in range(L)) / L
-        assert pr.locality(M) == pytest.approx(direct, rel=1e-12)
-        assert pr.attention_symmetry(M) == pytest.approx(chen_symmetry_with_sklearn(M), abs=1e-12)
+        assert loc.locality(M) == pytest.approx(direct, rel=1e-12)
+        assert loc.attention_symmetry(M) == pytest.approx(chen_symmetry_with_sklearn(M), abs=1e-12)
     uniform = np.full((9, 9), 1 / 9)
-    assert pr.attention_symmetry(uniform) == 1.0
+    assert loc.attention_symmetry(uniform) == 1.0
     with pytest.raises(ValueError, match="at least 3"):
-        pr.attention_symmetry(np.eye(2))
+        loc.attention_symmetry(np.eye(2))
 
 
 def test_attention_scores_per_head_and_causal():
     heads = np.stack([np.eye(6), previous_token(6)])
-    scores = pr.attention_scores(heads, causal=True)
-    assert set(scores) == set(pr.ATTENTION_SCORES)
+    scores = loc.attention_scores(heads, causal=True)
+    assert set(scores) == set(loc.ATTENTION_SCORES)
     np.testing.assert_allclose(scores["locality"], [1.0, (1 + 5 / 2) / 6])
     np.testing.assert_allclose(scores["attention_symmetry"], [1.0, 1 - 2 / 6])
     assert scores["symmetry"].tolist() == [1.0, 0.0]
-    single = pr.attention_scores(np.eye(6))
+    single = loc.attention_scores(np.eye(6))
     assert float(single["locality"]) == 1.0
 
 
@@ -213,7 +215,7 @@ def own_identical_attention(model, tok, words, length, layer=0, text=lambda w, n
 
 def test_identical_word_attention_equals_the_models_own(bundled_lm, bundled_reference):
     model, tok = bundled_reference
-    att = pr.identical_word_attention(bundled_lm, 6, 20)
+    att = iw.identical_word_attention(bundled_lm, 6, 20)
     assert att.words == ["the", "of", "and", "to", "in", "is"]
     assert att.patterns.shape == (12, 22, 22) and att.layer == 0 and not att.causal
     assert att.tokens == ["[CLS]"] + ["the"] * 20 + ["[SEP]"]
@@ -225,14 +227,14 @@ def test_identical_word_attention_equals_the_models_own(bundled_lm, bundled_refe
     sub = att.patterns[:, 1:21, 1:21]
     np.testing.assert_allclose(words_only, sub / sub.sum(axis=-1, keepdims=True), atol=1e-6)
     # a later layer, and words given by name
-    att2 = pr.identical_word_attention(bundled_lm, ["cat", "dog"], 8, layer=2)
+    att2 = iw.identical_word_attention(bundled_lm, ["cat", "dog"], 8, layer=2)
     np.testing.assert_allclose(att2.patterns, own_identical_attention(model, tok, ["cat", "dog"], 8, layer=2),
                                atol=1e-5)  # batched vs one at a time: float32 rounding grows with depth
 
 
 def test_identical_word_attention_of_a_causal_model(tiny_lm, reference):
     model, tok = reference("bloom")
-    att = pr.identical_word_attention(tiny_lm("bloom"), 3, 10)
+    att = iw.identical_word_attention(tiny_lm("bloom"), 3, 10)
     assert att.causal
     np.testing.assert_allclose(att.patterns, own_identical_attention(model, tok, att.words, 10), atol=1e-6)
     assert np.all(np.triu(att.words_only(), 1) == 0)
@@ -240,18 +242,18 @@ def test_identical_word_attention_of_a_causal_model(tiny_lm, reference):
 
 def test_identical_word_attention_rejects_what_does_not_fit(bundled_lm):
     with pytest.raises(ValueError, match="at least 3"):
-        pr.identical_word_attention(bundled_lm, 2, 2)
+        iw.identical_word_attention(bundled_lm, 2, 2)
     with pytest.raises(ValueError, match="512 positions"):
-        pr.identical_word_attention(bundled_lm, 1, 511)
+        iw.identical_word_attention(bundled_lm, 1, 511)
     with pytest.raises(ValueError, match="No word"):
-        pr.identical_word_attention(bundled_lm, ["xqzv-not-a-word"], 8)
-    assert pr.max_identical_length(bundled_lm) == 510
+        iw.identical_word_attention(bundled_lm, ["xqzv-not-a-word"], 8)
+    assert iw.max_identical_length(bundled_lm) == 510
     with pytest.raises(ValueError, match="layer"):
-        pr.identical_word_attention(bundled_lm, 1, 8, layer=6)
+        iw.identical_word_attention(bundled_lm, 1, 8, layer=6)
 
 
 def test_position_only_attention_rows_sum_to_one():
-    M = pr.position_only_attention(posviz.sinusoidal(32, 64))
+    M = loc.position_only_attention(posviz.sinusoidal(32, 64))
     np.testing.assert_allclose(M.sum(axis=1), 1)
     P = posviz.sinusoidal(32, 64).astype(np.float64)
     scores = P @ P.T / 8
@@ -268,17 +270,17 @@ def metric_values(at) -> dict[str, float]:
 def check_attention_figures(at, lm, grid: dict, profile: dict, width: int) -> np.ndarray:
     """The heads' small multiples and the profiles hold the library's identical-word attention
     (defaults: 16 words, 64 tokens, special tokens dropped); the table its scores."""
-    att = pr.identical_word_attention(lm, 16, 64)
+    att = iw.identical_word_attention(lm, 16, 64)
     expected = att.words_only()
     heads = expected.shape[0]
     tiles = [arr(t["z"]) for t in grid["data"]]
     assert len(tiles) == heads
     np.testing.assert_allclose(np.stack(tiles), expected, atol=1e-6)
-    scores = pr.attention_scores(np.concatenate([expected, expected.mean(0, keepdims=True)]), att.causal)
+    scores = loc.attention_scores(np.concatenate([expected, expected.mean(0, keepdims=True)]), att.causal)
     titles = [a["text"] for a in grid["layout"]["annotations"]]
     assert titles == [f"head {h} · loc {scores['locality'][h]:.2f} · sym {scores['attention_symmetry'][h]:.2f}"
                       for h in range(heads)]
-    reference = pr.position_only_attention(posviz.sinusoidal(64, width))
+    reference = loc.position_only_attention(posviz.sinusoidal(64, width))
     names = [t["name"] for t in profile["data"]]
     assert names == [f"head {h}" for h in range(heads)] + [f"sinusoid, width {width}: softmax(P·Pᵀ/√d)"]
     offsets, mean, _, _ = pr.proximity_by_offset(expected[0], signed=True)
@@ -288,9 +290,9 @@ def check_attention_figures(at, lm, grid: dict, profile: dict, width: int) -> np
                                atol=1e-6)
     table = at.dataframe[0].value
     assert len(table) == heads + 2
-    for name, label in pr.ATTENTION_SCORES.items():
+    for name, label in loc.ATTENTION_SCORES.items():
         np.testing.assert_allclose(table[label].to_numpy()[:heads + 1], scores[name], atol=1e-9)
-        assert table[label].to_numpy()[-1] == pytest.approx(float(pr.attention_scores(reference)[name]), abs=1e-9)
+        assert table[label].to_numpy()[-1] == pytest.approx(float(loc.attention_scores(reference)[name]), abs=1e-9)
     return expected
 
 
@@ -299,7 +301,7 @@ def test_page_on_the_bundled_model(bundled_lm):
     assert_clean(at, "properties")
     monotone, band, mirror, grid, profile = figures(at)
 
-    G = posviz.similarity(posviz.position_embeddings(bundled_lm).matrix)  # 512 positions, dot product
+    G = posviz.similarity(bundled_lm.encodings[0].matrix)  # 512 positions, dot product
     mine, ref = pr.position_properties(G), pr.position_properties(sinusoid_gram(512, 384))
     model, sinusoid = "all-MiniLM-L6-v2 (bundled)", "sinusoid, width 384"
     values = metric_values(at)
@@ -333,7 +335,7 @@ def test_page_on_the_bundled_model(bundled_lm):
 def test_page_cosine_and_fewer_positions(bundled_lm):
     at = open_page("properties", metric="cosine", count=128)
     assert_clean(at, "properties")
-    G = posviz.similarity(posviz.position_embeddings(bundled_lm).matrix[:128], "cosine")
+    G = posviz.similarity(bundled_lm.encodings[0].matrix[:128], "cosine")
     values = metric_values(at)
     assert values["ρ, all-MiniLM-L6-v2 (bundled)"] == pytest.approx(pr.monotonicity(G), abs=1e-4)
     assert values["η², all-MiniLM-L6-v2 (bundled)"] == pytest.approx(pr.translation_invariance(G), abs=1e-4)

@@ -98,7 +98,7 @@ def _own_rotation(family: str, model, positions: np.ndarray) -> tuple[torch.Tens
 @pytest.mark.parametrize("family", list(_ROTARY))
 def test_rotary_kernel_is_the_models_own_rotation(family, tiny_lm, reference):
     model, _ = reference(family)
-    enc = posviz.position_embeddings(tiny_lm(family))
+    enc = tiny_lm(family).encodings[0]
     assert isinstance(enc, posviz.RotaryEncoding)
     assert enc.scheme == "rotary"
 
@@ -132,7 +132,7 @@ def test_rotary_kernel_is_the_models_own_rotation(family, tiny_lm, reference):
 @pytest.mark.parametrize("family", [f for f in _ROTARY if f != "gptj"])
 def test_rotary_frequencies_are_the_modules_inv_freq(family, tiny_lm, reference):
     model, _ = reference(family)
-    enc = posviz.position_embeddings(tiny_lm(family))
+    enc = tiny_lm(family).encodings[0]
     inv_freq = model.rotary_emb.inv_freq.double().numpy()  # computed by transformers from the config
     assert enc.frequencies.shape == inv_freq.shape == (enc.rotary_dim // 2,)
     np.testing.assert_allclose(enc.frequencies, inv_freq, rtol=1e-5)
@@ -140,7 +140,7 @@ def test_rotary_frequencies_are_the_modules_inv_freq(family, tiny_lm, reference)
 
 def test_gptj_frequencies_are_its_embed_positions(tiny_lm, reference):
     model, _ = reference("gptj")
-    enc = posviz.position_embeddings(tiny_lm("gptj"))
+    enc = tiny_lm("gptj").encodings[0]
     sin, cos = model.rotary_emb.embed_positions[1].double().chunk(2)  # GPT-J's own table, row of position 1
     np.testing.assert_allclose(enc.frequencies, np.arctan2(sin.numpy(), cos.numpy()), rtol=1e-6)
     assert enc.style == "interleaved"
@@ -150,12 +150,12 @@ def test_rope_base_and_linear_scaling_are_read(tiny_lm, reference):
     """rope_parameters {rope_theta 500000, linear factor 4}: the module's inv_freq, and the RoPE
     formula of the reference (inv_freq = 1 / base^(2i/dim)) divided by the linear factor."""
     model, _ = reference("llama-scaled")
-    enc = posviz.position_embeddings(tiny_lm("llama-scaled"))
+    enc = tiny_lm("llama-scaled").encodings[0]
     np.testing.assert_allclose(enc.frequencies, model.rotary_emb.inv_freq.double().numpy(), rtol=1e-5)
     dim = 8
     expected = 1.0 / 500000.0 ** (np.arange(0, dim, 2) / dim) / 4.0
     np.testing.assert_allclose(enc.frequencies, expected, rtol=1e-5)
-    default = posviz.position_embeddings(tiny_lm("llama")).frequencies
+    default = tiny_lm("llama").encodings[0].frequencies
     assert not np.allclose(enc.frequencies, default)
     assert enc.theta == 500000.0 and enc.rope_type == "linear"
     assert "500000" in enc.describe() and "linear" in enc.describe()
@@ -165,7 +165,7 @@ def test_yarn_scaling_is_in_the_kernel(tiny_lm, reference):
     model, _ = reference("llama-yarn")
     s = float(model.rotary_emb.attention_scaling)
     assert s != pytest.approx(1.0)  # so the kernel test above really covers s^2
-    enc = posviz.position_embeddings(tiny_lm("llama-yarn"))
+    enc = tiny_lm("llama-yarn").encodings[0]
     v = enc.vectors(np.array([5])).double()
     assert float(v @ v.T) == pytest.approx(s * s * enc.rotary_dim / 2, rel=1e-5)
 
@@ -181,7 +181,7 @@ _REFERENCE_SLOPES = {  # reference, section 3
 
 @pytest.mark.parametrize("heads", [8, 12, 16])
 def test_bloom_slopes_are_the_reference_values(heads, tiny_lm):
-    enc = posviz.position_embeddings(tiny_lm(f"bloom-{heads}"))
+    enc = tiny_lm(f"bloom-{heads}").encodings[0]
     assert isinstance(enc, posviz.AlibiBias)
     assert enc.slopes.shape == (heads,)
     np.testing.assert_allclose(enc.slopes, _REFERENCE_SLOPES[heads], rtol=1e-6)
@@ -210,7 +210,7 @@ def test_alibi_bias_rows_are_the_models_builder(family, tiny_lm, reference):
     model, _ = reference(family)
     lm = tiny_lm(family)
     assert lm.scheme == "alibi"
-    enc = posviz.position_embeddings(lm)
+    enc = lm.encodings[0]
     assert isinstance(enc, posviz.AlibiBias)
     heads = lm.num_heads
     n = 40
@@ -232,7 +232,7 @@ def test_alibi_bias_rows_are_the_models_builder(family, tiny_lm, reference):
 def test_falcon_alibi_is_what_its_eager_attention_applies(tiny_lm, reference):
     """With the query/key weights zeroed, Falcon's attention is softmax of the ALiBi bias alone."""
     model, _ = reference("falcon-alibi")
-    enc = posviz.position_embeddings(tiny_lm("falcon-alibi"))
+    enc = tiny_lm("falcon-alibi").encodings[0]
     attention = model.h[0].self_attention
     with torch.no_grad():
         attention.query_key_value.weight.zero_()
@@ -250,7 +250,7 @@ def test_falcon_alibi_is_what_its_eager_attention_applies(tiny_lm, reference):
 def test_mpt_alibi_is_what_its_attention_adds(tiny_lm, reference):
     """The MPT model passes its builder's tensor to every layer as position_bias."""
     model, _ = reference("mpt")
-    enc = posviz.position_embeddings(tiny_lm("mpt"))
+    enc = tiny_lm("mpt").encodings[0]
     n = 24
     seen = {}
 
@@ -273,7 +273,7 @@ def test_mpt_alibi_is_what_its_attention_adds(tiny_lm, reference):
 # ------------------------------------------------------------------------------------------- T5
 
 def _t5_encodings(tiny_lm):
-    encs = posviz.position_encodings(tiny_lm("t5"))
+    encs = tiny_lm("t5").encodings
     assert [type(e) for e in encs] == [posviz.RelativeBias, posviz.RelativeBias]
     by = {e.component: e for e in encs}
     assert set(by) == {"encoder", "decoder"}
@@ -349,7 +349,7 @@ def test_t5_causal_bucket_edges(tiny_lm):
 def test_mpnet_absolute_table_takes_row_p_plus_2(tiny_lm, reference):
     model, _ = reference("mpnet")
     spec = SCHEME_FAMILIES["mpnet"]
-    encs = posviz.position_encodings(tiny_lm("mpnet"))
+    encs = tiny_lm("mpnet").encodings
     assert [type(e) for e in encs] == [posviz.PositionEmbeddings, posviz.RelativeBias]
     table, rel = encs
     assert table.offset == 2 and table.source == spec.position_module and table.scheme == "learned_absolute"
@@ -366,7 +366,7 @@ def test_mpnet_absolute_table_takes_row_p_plus_2(tiny_lm, reference):
 
 def test_mpnet_relative_bias_is_compute_position_bias(tiny_lm, reference):
     model, _ = reference("mpnet")
-    rel = posviz.position_encodings(tiny_lm("mpnet"))[1]
+    rel = tiny_lm("mpnet").encodings[1]
     assert isinstance(rel, posviz.RelativeBias) and rel.component == "relative bias" and not rel.causal
     n = 60
     with torch.no_grad():
@@ -395,7 +395,7 @@ def test_sinusoid_tables_are_the_modules_and_the_formula(family, tiny_lm, refere
     model, _ = reference(family)
     lm = tiny_lm(family)
     assert lm.scheme == "sinusoidal"
-    pe = posviz.position_embeddings(lm)
+    pe = lm.encodings[0]
     assert isinstance(pe, posviz.PositionEmbeddings)
     assert pe.scheme == "sinusoidal" and pe.sinusoid == layout and pe.offset == offset
     assert pe.source == spec.position_module
@@ -495,7 +495,7 @@ def test_deberta_relative_embeddings_are_get_rel_embedding(tiny_lm, reference):
     model, _ = reference("deberta-v2")
     lm = tiny_lm("deberta-v2")
     assert lm.scheme == "relative_embeddings"
-    encs = posviz.position_encodings(lm)
+    encs = lm.encodings
     assert [type(e) for e in encs] == [posviz.RelativeEmbeddings]  # no absolute table (position_biased_input False)
     enc = encs[0]
     assert getattr(model.embeddings, "position_embeddings", None) is None
@@ -523,8 +523,8 @@ _PAPERS = {  # scheme -> (author, year) the description must name
 
 @pytest.mark.parametrize("family", ["bert", "llama", "bloom", "t5"] + list(SCHEME_FAMILIES))
 def test_describe_names_paper_and_source(family, tiny_lm):
-    encs = posviz.position_encodings(tiny_lm(family))
-    assert encs and posviz.position_embeddings(tiny_lm(family)) is not None
+    encs = tiny_lm(family).encodings
+    assert encs and tiny_lm(family).encodings[0] is not None
     for enc in encs:
         text = enc.describe()
         author, year = _PAPERS[enc.scheme]
@@ -532,7 +532,7 @@ def test_describe_names_paper_and_source(family, tiny_lm):
         assert enc.source and f"`{enc.source}`" in text, (enc.source, text)
         assert isinstance(enc.formula, str) and enc.formula
         assert enc.num_positions > 0
-    assert type(posviz.position_embeddings(tiny_lm(family))) is type(encs[0])
+    assert type(tiny_lm(family).encodings[0]) is type(encs[0])
 
 
 # ------------------------------------------------------------------------------------ known gaps
@@ -541,7 +541,7 @@ def test_describe_names_paper_and_source(family, tiny_lm):
 def test_mpt_max_tokens_is_max_seq_len(tiny_lm):
     lm = tiny_lm("mpt")
     assert lm.max_tokens == lm.config.max_seq_len == 64
-    assert posviz.position_embeddings(lm).num_positions == 64
+    assert lm.encodings[0].num_positions == 64
 
 
 def test_whisper_encoder_positions_are_its_t2t_sinusoid(tmp_path):
@@ -557,7 +557,7 @@ def test_whisper_encoder_positions_are_its_t2t_sinusoid(tmp_path):
     model.save_pretrained(tmp_path)
     AutoTokenizer.from_pretrained(posviz.loading.bundled_model_path()).save_pretrained(tmp_path)
     lm = posviz.load_model(str(tmp_path))
-    enc = posviz.position_embeddings(lm)
+    enc = lm.encodings[0]
     assert lm.scheme == "sinusoidal" and enc.sinusoid == "t2t" and enc.source == "encoder.embed_positions"
     np.testing.assert_array_equal(enc.matrix, model.encoder.embed_positions.weight.detach().numpy())
     np.testing.assert_allclose(enc.matrix, posviz.sinusoidal(64, 32, "t2t"), atol=1e-5)

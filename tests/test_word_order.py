@@ -19,11 +19,16 @@ import torch
 
 import posviz
 from apptest_support import apptest_like_browser, arr, assert_clean, figures, open_page  # noqa: F401  autouse shims
-from posviz import word_order as wo
-from posviz.app_state import DEFAULT_TEXT
+from posviz.analysis import permutations
+from posviz.analysis.equivariance import structural_matches
+from posviz.analysis.word_order import compare_orders
+from posviz.hooks import hooked
+from posviz.positions import PositionRemovalError
+from posviz.tokenization import split_words
+from posviz.app.widgets import DEFAULT_TEXT
 
 TEXT = "The cat chased the dog and then it slept"  # 9 words, one token each in the BERT vocabulary
-SWAP = wo.swap_words(9, 1, 4)  # cat <-> dog
+SWAP = permutations.swap_words(9, 1, 4)  # cat <-> dog
 
 
 @pytest.fixture(scope="module")
@@ -38,6 +43,18 @@ def own_output(lm, text=DEFAULT_TEXT) -> torch.Tensor:
         return lm.model(**batch).last_hidden_state.clone()
 
 
+def without_positions(lm):
+    """The model without its positional information inside a ``with`` block, as the comparison runs it."""
+    return hooked(patches=lm.family.removal(lm.model))
+
+
+def cosine(comparison, stage: str = "output") -> np.ndarray:
+    """float64 [tokens]: the cosine of each token's two vectors at a stage."""
+    a, b, _ = comparison.stage(stage)
+    a, b = a.astype(np.float64), b.astype(np.float64)
+    return (a * b).sum(axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+
+
 def hook_count(model: torch.nn.Module) -> int:
     return sum(len(m._forward_hooks) + len(m._forward_pre_hooks) for m in model.modules())
 
@@ -48,50 +65,50 @@ def hook_count(model: torch.nn.Module) -> int:
 def test_permutation_helpers():
     perm = np.array([0, 3, 1, 2])
     items = ["a", "b", "c", "d"]
-    assert wo.permute(items, perm) == ["a", "d", "b", "c"]
-    assert wo.unpermute(wo.permute(items, perm), perm) == items
-    np.testing.assert_array_equal(wo.inverse_permutation(perm), [0, 2, 3, 1])
+    assert permutations.permute(items, perm) == ["a", "d", "b", "c"]
+    assert permutations.unpermute(permutations.permute(items, perm), perm) == items
+    np.testing.assert_array_equal(permutations.inverse_permutation(perm), [0, 2, 3, 1])
     x = torch.arange(8).reshape(1, 4, 2)
-    assert torch.equal(wo.unpermute(wo.permute(x, perm, axis=1), perm, axis=1), x)
+    assert torch.equal(permutations.unpermute(permutations.permute(x, perm, axis=1), perm, axis=1), x)
     a = np.arange(8).reshape(4, 2)
-    np.testing.assert_array_equal(wo.permute(a, perm)[1], a[3])
+    np.testing.assert_array_equal(permutations.permute(a, perm)[1], a[3])
     with pytest.raises(ValueError, match="Not a permutation"):
-        wo.inverse_permutation([0, 0, 1])
+        permutations.inverse_permutation([0, 0, 1])
 
 
 def test_presets_and_typed_orders():
-    assert wo.reverse_words(4) == [3, 2, 1, 0]
-    assert wo.swap_words(5, 1, 4) == [0, 4, 2, 3, 1]
-    assert wo.shuffle_words(6, 3) == wo.shuffle_words(6, 3)
-    assert sorted(wo.shuffle_words(6, 3)) == list(range(6))
-    assert wo.parse_order("2, 0 1", 3) == [2, 0, 1]
+    assert permutations.reverse_words(4) == [3, 2, 1, 0]
+    assert permutations.swap_words(5, 1, 4) == [0, 4, 2, 3, 1]
+    assert permutations.shuffle_words(6, 3) == permutations.shuffle_words(6, 3)
+    assert sorted(permutations.shuffle_words(6, 3)) == list(range(6))
+    assert permutations.parse_order("2, 0 1", 3) == [2, 0, 1]
     with pytest.raises(ValueError, match="missing \\[2\\]; repeated \\[0\\]"):
-        wo.parse_order("0 0 1", 3)
+        permutations.parse_order("0 0 1", 3)
     with pytest.raises(ValueError, match="whole numbers"):
-        wo.parse_order("0 one 2", 3)
+        permutations.parse_order("0 one 2", 3)
     with pytest.raises(ValueError, match="Word 5 does not exist"):
-        wo.swap_words(5, 1, 5)
+        permutations.swap_words(5, 1, 5)
 
 
 def test_words_move_as_blocks_and_special_tokens_stay(lm):
-    split = wo.split_words(lm, "Unbelievably, the dog")
+    split = split_words(lm, "Unbelievably, the dog")
     assert split.tokens == ["[CLS]", "un", "##bel", "##ie", "##va", "##bly", ",", "the", "dog", "[SEP]"]
     assert split.words == ["Unbelievably", ",", "the", "dog"]
-    perm = wo.token_permutation(split.word_of, wo.reverse_words(4))
-    assert wo.permute(split.tokens, perm) == ["[CLS]", "dog", "the", ",", "un", "##bel", "##ie", "##va", "##bly",
+    perm = permutations.token_permutation(split.word_of, permutations.reverse_words(4))
+    assert permutations.permute(split.tokens, perm) == ["[CLS]", "dog", "the", ",", "un", "##bel", "##ie", "##va", "##bly",
                                               "[SEP]"]
     with pytest.raises(ValueError, match="exactly once"):
-        wo.token_permutation(split.word_of, [0, 1, 2])
+        permutations.token_permutation(split.word_of, [0, 1, 2])
 
 
 # ---------------------------------------------------------------- the issue's check, bundled model
 
 
-@pytest.mark.parametrize("order", [wo.swap_words(5, 1, 4), wo.reverse_words(5), wo.shuffle_words(5, 0)],
+@pytest.mark.parametrize("order", [permutations.swap_words(5, 1, 4), permutations.reverse_words(5), permutations.shuffle_words(5, 0)],
                          ids=["swap", "reverse", "shuffle"])
 def test_bundled_outputs_match_exactly_only_without_positions(lm, order):
-    kept = wo.compare_orders(lm, DEFAULT_TEXT, order, without_positions=False)
-    removed = wo.compare_orders(lm, DEFAULT_TEXT, order, without_positions=True)
+    kept = compare_orders(lm, DEFAULT_TEXT, order, without_positions=False)
+    removed = compare_orders(lm, DEFAULT_TEXT, order, without_positions=True)
     assert kept.tokens == removed.tokens == ["[CLS]", "the", "cat", "chased", "the", "dog", "[SEP]"]
     assert not kept.causal and not removed.causal
     assert removed.max_abs_difference < 1e-5, removed.max_abs_difference
@@ -102,31 +119,31 @@ def test_bundled_outputs_match_exactly_only_without_positions(lm, order):
     assert removed.must_match.all() and not kept.must_match.any()
     assert removed.removed == ["`embeddings.position_embeddings` output set to 0 (no position vector added)"]
     # the permuted run really was permuted, and put back: the rows line up with the original tokens
-    assert kept.permuted_tokens == wo.permute(kept.tokens, kept.permutation)
-    assert kept.cosine("output").min() < 0.999
-    np.testing.assert_allclose(removed.cosine("output"), 1, atol=1e-6)
+    assert kept.permuted_tokens == permutations.permute(kept.tokens, kept.permutation)
+    assert cosine(kept).min() < 0.999
+    np.testing.assert_allclose(cosine(removed), 1, atol=1e-6)
 
 
 def test_hooks_are_removed_and_act_only_inside(lm):
     before, hooks = own_output(lm), hook_count(lm.model)
-    with wo.remove_positions(lm) as removed:
-        assert len(removed) == 1 and hook_count(lm.model) == hooks + 1
+    with without_positions(lm):
+        assert len(lm.family.removal(lm.model)) == 1 and hook_count(lm.model) == hooks + 1
         inside = own_output(lm)
     assert hook_count(lm.model) == hooks
     after = own_output(lm)
     assert torch.equal(before, after)
     assert (inside - before).abs().max() > 1e-2
     with pytest.raises(RuntimeError, match="boom"):
-        with wo.remove_positions(lm):
+        with without_positions(lm):
             raise RuntimeError("boom")
     assert hook_count(lm.model) == hooks
     assert torch.equal(own_output(lm), before)
 
 
 def test_position_part_of_the_input_is_zero_inside(lm):
-    outside = posviz.input_embeddings(lm, DEFAULT_TEXT)
-    with wo.remove_positions(lm):
-        inside = posviz.input_embeddings(lm, DEFAULT_TEXT)
+    outside = posviz.input_representation(lm, DEFAULT_TEXT)
+    with without_positions(lm):
+        inside = posviz.input_representation(lm, DEFAULT_TEXT)
     assert np.abs(outside.position).max() > 1e-2
     assert not inside.position.any()
     np.testing.assert_array_equal(inside.sum, inside.token + inside.segment)
@@ -137,7 +154,7 @@ def test_other_threads_keep_their_positions(lm):
     """The app shares one model between sessions (threads): the hooks act on their own thread only."""
     before = own_output(lm)
     seen = {}
-    with wo.remove_positions(lm):
+    with without_positions(lm):
         worker = threading.Thread(target=lambda: seen.setdefault("out", own_output(lm)))
         worker.start()
         worker.join()
@@ -150,8 +167,8 @@ def test_other_threads_keep_their_positions(lm):
 @pytest.mark.parametrize("family", ["bert", "roberta", "bart", "t5", "marian", "mpnet"])
 def test_encoders_match_without_positions(tiny_lm, family):
     lm = tiny_lm(family)
-    kept = wo.compare_orders(lm, TEXT, wo.reverse_words(9), without_positions=False)
-    removed = wo.compare_orders(lm, TEXT, wo.reverse_words(9), without_positions=True)
+    kept = compare_orders(lm, TEXT, permutations.reverse_words(9), without_positions=False)
+    removed = compare_orders(lm, TEXT, permutations.reverse_words(9), without_positions=True)
     assert not removed.causal
     assert removed.max_abs_difference < 1e-5, removed.max_abs_difference
     assert kept.max_abs_difference > 1e-2, kept.max_abs_difference
@@ -160,11 +177,11 @@ def test_encoders_match_without_positions(tiny_lm, family):
 
 def test_t5_relative_bias_is_zero_inside(tiny_lm):
     lm = tiny_lm("t5")
-    attention = posviz.schemes.resolve(lm.model, "encoder.block.0.layer.0.SelfAttention")
-    with wo.remove_positions(lm) as removed:
+    attention = posviz.hooks.resolve(lm.model, "encoder.block.0.layer.0.SelfAttention")
+    with without_positions(lm):
         assert not attention.compute_bias(5, 5).any()
     assert attention.compute_bias(5, 5).abs().max() > 0
-    assert removed == ["`encoder.block.0.layer.0.SelfAttention.relative_attention_bias` output set to 0 "
+    assert [patch.description for patch in lm.family.removal(lm.model)] == ["`encoder.block.0.layer.0.SelfAttention.relative_attention_bias` output set to 0 "
                        "(relative bias 0)",
                        "`decoder.block.0.layer.0.SelfAttention.relative_attention_bias` output set to 0 "
                        "(relative bias 0)"]
@@ -176,11 +193,11 @@ def test_t5_relative_bias_is_zero_inside(tiny_lm):
 @pytest.mark.parametrize("family", ["llama", "gptj"])
 def test_rotary_module_gives_the_identity_inside(tiny_lm, family):
     lm = tiny_lm(family)
-    module = posviz.schemes.resolve(lm.model, lm.layout.rotary)
+    module = posviz.hooks.resolve(lm.model, lm.family.positions[0].path)
     x, ids = torch.zeros(1, 3, 8), torch.arange(3)[None]
-    with wo.remove_positions(lm):
+    with without_positions(lm):
         out = module(x, ids)
-    first, second = (out[1], out[0]) if lm.layout.rotary_style == "interleaved" else out  # GPT-J: (sin, cos)
+    first, second = (out[1], out[0]) if lm.family.positions[0].style == "interleaved" else out  # GPT-J: (sin, cos)
     assert torch.equal(first, torch.ones_like(first)) and not second.any()
     assert module(x, ids)[0].abs().max() > 0 and not torch.equal(module(x, ids)[0], out[0])
 
@@ -190,8 +207,8 @@ def test_causal_models_first_layer(tiny_lm, family):
     """Causal masking: without positions, after the first layer a token matches when its prefix holds
     the same tokens in any order; with positions it does not."""
     lm = tiny_lm(family)
-    kept = wo.compare_orders(lm, TEXT, SWAP, without_positions=False)
-    removed = wo.compare_orders(lm, TEXT, SWAP, without_positions=True)
+    kept = compare_orders(lm, TEXT, SWAP, without_positions=False)
+    removed = compare_orders(lm, TEXT, SWAP, without_positions=True)
     assert kept.causal and removed.causal
     # [CLS] the | cat chased the dog (swapped span) | and then it slept [SEP]: tokens 6-10 see the same set
     np.testing.assert_array_equal(removed.must_match_first, [1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 1])
@@ -209,7 +226,7 @@ def test_deeper_causal_layers_are_not_equivariant(tiny_lm, family):
     """Two layers: the tokens after the swap attend to tokens whose own prefixes differ, so even without
     positions their last-layer vectors differ; only the identical prefix must match."""
     lm = tiny_lm(family)
-    removed = wo.compare_orders(lm, TEXT, SWAP, without_positions=True)
+    removed = compare_orders(lm, TEXT, SWAP, without_positions=True)
     assert removed.num_layers == 2
     np.testing.assert_array_equal(removed.must_match, [1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0])
     assert np.abs(removed.output_permuted - removed.output_original)[6:].max() > 1e-4
@@ -220,8 +237,8 @@ def test_one_layer_causal_model_matches_after_the_swap(tiny_lm):
     """GPT-J here has one layer: its output is its first layer, so the tokens after the swap match
     without the rotation (this also checks the (sin, cos) order of GPT-J's rotary module)."""
     lm = tiny_lm("gptj")
-    removed = wo.compare_orders(lm, TEXT, SWAP, without_positions=True)
-    kept = wo.compare_orders(lm, TEXT, SWAP, without_positions=False)
+    removed = compare_orders(lm, TEXT, SWAP, without_positions=True)
+    kept = compare_orders(lm, TEXT, SWAP, without_positions=False)
     assert removed.num_layers == 1
     assert np.abs(removed.output_permuted - removed.output_original)[6:].max() < 1e-6
     assert np.abs(kept.output_permuted - kept.output_original)[6:].max() > 1e-5
@@ -229,8 +246,8 @@ def test_one_layer_causal_model_matches_after_the_swap(tiny_lm):
 
 def test_gpt2_input_sums_match_without_positions(tiny_lm):
     lm = tiny_lm("gpt2")
-    kept = wo.compare_orders(lm, TEXT, wo.reverse_words(9), without_positions=False)
-    removed = wo.compare_orders(lm, TEXT, wo.reverse_words(9), without_positions=True)
+    kept = compare_orders(lm, TEXT, permutations.reverse_words(9), without_positions=False)
+    removed = compare_orders(lm, TEXT, permutations.reverse_words(9), without_positions=True)
     assert removed.max_abs_difference_input == 0 and kept.max_abs_difference_input > 1e-2
     assert removed.must_match_input.all()
     np.testing.assert_array_equal(kept.must_match_input, kept.permutation == np.arange(11))
@@ -239,17 +256,17 @@ def test_gpt2_input_sums_match_without_positions(tiny_lm):
 def test_structural_matches():
     cols = [(t,) for t in "xabcy"]
     swap = [0, 3, 2, 1, 4]
-    bidirectional = wo.structural_matches(cols, swap, causal=False, positional=False, layers=3)
+    bidirectional = structural_matches(cols, swap, causal=False, positional=False, layers=3)
     assert bidirectional.all()
-    assert not wo.structural_matches(cols, swap, causal=False, positional=True, layers=1)[1].any()
-    causal = wo.structural_matches(cols, swap, causal=True, positional=False, layers=2)
+    assert not structural_matches(cols, swap, causal=False, positional=True, layers=1)[1].any()
+    causal = structural_matches(cols, swap, causal=True, positional=False, layers=2)
     np.testing.assert_array_equal(causal, [[1, 1, 1, 1, 1], [1, 0, 0, 0, 1], [1, 0, 0, 0, 0]])
     # two equal tokens swapped: the same input, but each "a" is compared with itself, now elsewhere
     same = [(t,) for t in "xaay"]
-    assert wo.structural_matches(same, [0, 2, 1, 3], causal=False, positional=False, layers=2).all()
+    assert structural_matches(same, [0, 2, 1, 3], causal=False, positional=False, layers=2).all()
     for causal, positional in ((True, False), (True, True), (False, True)):
         np.testing.assert_array_equal(
-            wo.structural_matches(same, [0, 2, 1, 3], causal=causal, positional=positional, layers=2)[2], [1, 0, 0, 1])
+            structural_matches(same, [0, 2, 1, 3], causal=causal, positional=positional, layers=2)[2], [1, 0, 0, 1])
 
 
 # ---------------------------------------------------------------- schemes that cannot be unhooked
@@ -258,14 +275,14 @@ def test_structural_matches():
 def test_alibi_is_refused_clearly(tiny_lm):
     lm = tiny_lm("bloom")
     hooks = hook_count(lm.model)
-    with pytest.raises(wo.PositionRemovalError, match="ALiBi.*no.*hook|ALiBi.*forward hook"):
-        with wo.remove_positions(lm):
+    with pytest.raises(PositionRemovalError, match="ALiBi.*no.*hook|ALiBi.*forward hook"):
+        with without_positions(lm):
             pass
     assert hook_count(lm.model) == hooks
-    kept = wo.compare_orders(lm, TEXT, SWAP)
+    kept = compare_orders(lm, TEXT, SWAP)
     assert kept.causal and kept.max_abs_difference > 0
-    with pytest.raises(wo.PositionRemovalError):
-        wo.compare_orders(lm, TEXT, SWAP, without_positions=True)
+    with pytest.raises(PositionRemovalError):
+        compare_orders(lm, TEXT, SWAP, without_positions=True)
 
 
 # ---------------------------------------------------------------- the page
@@ -274,11 +291,11 @@ def test_alibi_is_refused_clearly(tiny_lm):
 def test_page_prints_the_library_values(lm):
     at = open_page("word_order")
     assert_clean(at, "word_order")
-    assert at.text_input(key="wo_text").value == DEFAULT_TEXT
-    assert at.radio(key="wo_preset").value == "swap"
-    order = wo.swap_words(5, 1, 4)
-    kept = wo.compare_orders(lm, DEFAULT_TEXT, order, False)
-    removed = wo.compare_orders(lm, DEFAULT_TEXT, order, True)
+    assert at.text_input(key="text").value == DEFAULT_TEXT
+    assert at.radio(key="permutation").value == "swap"
+    order = permutations.swap_words(5, 1, 4)
+    kept = compare_orders(lm, DEFAULT_TEXT, order, False)
+    removed = compare_orders(lm, DEFAULT_TEXT, order, True)
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Largest difference, last layer (with positions)"] == f"{kept.max_abs_difference:.2e}"
     assert metrics["Largest difference, last layer (without positions)"] == f"{removed.max_abs_difference:.2e}"
@@ -288,7 +305,7 @@ def test_page_prints_the_library_values(lm):
     np.testing.assert_allclose(by_name["with positions"], kept.l2("output"), rtol=1e-5)
     np.testing.assert_allclose(arr(heat["data"][2]["z"]), kept.output_permuted - kept.output_original, atol=1e-6)
 
-    at.toggle(key="wo_nopos").set_value(True).run()
+    at.toggle(key="without_positions").set_value(True).run()
     assert_clean(at, "word_order")
     (first, *_) = at.metric
     assert first.label == "Largest difference, last layer (without positions)"
@@ -296,18 +313,18 @@ def test_page_prints_the_library_values(lm):
     assert float(first.value) < 1e-5
     assert any("same vector for every token" in s.value for s in at.success)
 
-    at.radio(key="wo_preset").set_value("custom").run()
-    at.text_input(key="wo_order").input("4 3 2 1 0").run()
+    at.radio(key="permutation").set_value("custom").run()
+    at.text_input(key="order").input("4 3 2 1 0").run()
     assert_clean(at, "word_order")
-    reverse = wo.compare_orders(lm, DEFAULT_TEXT, [4, 3, 2, 1, 0], True)
+    reverse = compare_orders(lm, DEFAULT_TEXT, [4, 3, 2, 1, 0], True)
     assert at.metric[0].value == f"{reverse.max_abs_difference:.2e}"
-    at.text_input(key="wo_order").input("0 0 1").run()
+    at.text_input(key="order").input("0 0 1").run()
     assert not at.exception and "exactly once" in at.warning[0].value
 
 
 def test_page_on_alibi_says_why_there_is_no_switch(tiny_path):
     at = open_page("word_order", query_params={"model": str(tiny_path("bloom"))})
     assert_clean(at, "word_order")
-    assert at.toggle(key="wo_nopos").disabled
+    assert at.toggle(key="without_positions").disabled
     assert any("ALiBi" in i.value for i in at.info)
     assert at.metric[0].label == "Largest difference, last layer (with positions)"

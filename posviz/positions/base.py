@@ -1,31 +1,79 @@
-"""What every positional scheme offers the views, and the table-based schemes.
+"""What every positional scheme offers: a spec (where it lives in a family) and an encoding (what it holds).
 
-A scheme is shown through one of two faces:
+A scheme is one file of this package. Its **spec** (a :class:`PositionSpec`) is an entry of the
+family table (:mod:`posviz.families`): where the scheme lives in a model of that family, which
+modules a positions-only load must fill, how its positional information is taken out for the
+word-order demonstration. ``spec.read(...)`` gives its **encoding** (a :class:`PositionEncoding`):
+the numbers, read from the model's own modules, in one of two faces:
 
 - ``vectors(positions)``: a vector per position (a learned or sinusoidal table row, the cos/sin
   features of a rotary position, a DeBERTa relative embedding); the position-position matrix is
   then their similarity (dot product or cosine);
 - ``bias(positions)``: a per-head bias added to the attention score of query m and key n (ALiBi,
   bucketed relative bias); the position-position matrix is that bias.
+
+Views ask an encoding what it has (``has_vectors``, ``has_bias``, ``bands``, ``signature()``,
+``metric_label()``) and never compare scheme names.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 import torch
+from torch import nn
+
+from posviz.hooks import Patch
+
+#: Similarity metrics of vector schemes, as the views name them.
+METRICS = ("dot", "cosine")
+
+
+class PositionRemovalError(ValueError):
+    """The model's positional information cannot be taken out by a forward hook; the message says why."""
+
+
+@dataclass(frozen=True)
+class Signature:
+    """The figure that characterises one positional component at a glance (the Model page's).
+
+    Attributes
+    ----------
+    title, xlabel, ylabel : str
+    name : str
+        What the values are called in a download ("norm", "theta", "slope", "bias").
+    series : dict of str to np.ndarray
+        Line name -> values, each [k].
+    x : np.ndarray or None
+        The x of each value (default: 0 .. k - 1).
+    x_name : str
+        What x is called in a download ("offsets").
+    log_y, markers : bool
+    caption : str
+        One sentence under the figure (what to look for).
+    """
+
+    title: str
+    xlabel: str
+    ylabel: str
+    name: str
+    series: dict[str, np.ndarray]
+    x: np.ndarray | None = None
+    x_name: str = "x"
+    log_y: bool = False
+    markers: bool = False
+    caption: str = ""
 
 
 @dataclass
 class PositionEncoding(ABC):
-    """Base of every scheme's encoding.
+    """Base of every scheme's encoding: the numbers of one positional component of a model.
 
     Attributes
     ----------
-    scheme : str
-        One of the constants of :mod:`posviz.schemes`.
     source : str
         Module path (below the base model) or function the values come from.
     num_positions : int
@@ -33,7 +81,7 @@ class PositionEncoding(ABC):
     heads : int or None
         Number of heads for per-head biases; None where the scheme is shared by all heads.
     axis_label : str
-        What a row is called on figures ("position", "relative position").
+        What a row is called on figures ("position", "relative position bucket").
     first_label : int
         The label of row 0 on figures (negative for relative positions).
     component : str
@@ -41,7 +89,6 @@ class PositionEncoding(ABC):
         "absolute table", "relative bias"); empty otherwise.
     """
 
-    scheme: str
     source: str
     num_positions: int
     heads: int | None = field(default=None, kw_only=True)
@@ -49,92 +96,147 @@ class PositionEncoding(ABC):
     first_label: int = field(default=0, kw_only=True)
     component: str = field(default="", kw_only=True)
 
+    #: Short name of the scheme (``"learned_absolute"``, ``"rotary"`` …): for tests and file names.
+    scheme: ClassVar[str] = ""
+    #: The scheme in words, for the UI.
+    label: ClassVar[str] = ""
     #: The formula in LaTeX, for ``st.latex``.
-    formula = ""
-    #: "vectors" (:meth:`vectors` gives a vector per position), "bias" (:meth:`bias` gives a
-    #: per-head score bias) or "none".
-    kind = "vectors"
+    formula: ClassVar[str] = ""
+    #: A vector per position (:meth:`vectors`): similarity, projection, probes apply.
+    has_vectors: ClassVar[bool] = False
+    #: A per-head score bias (:meth:`bias`).
+    has_bias: ClassVar[bool] = False
+    #: What the vectors are, in a figure title ("position embeddings").
+    vector_name: ClassVar[str] = "position embeddings"
+    #: Radio labels of :data:`METRICS` for vector schemes; empty for bias schemes.
+    metric_names: ClassVar[dict[str, str]] = {}
+    #: What the matched sinusoid's width is, in words (:attr:`reference_width`).
+    width_meaning: ClassVar[str] = "the same width"
+    #: What the matched sinusoid has to do with this scheme, with ``{width}`` for its width; or empty.
+    reference_note: ClassVar[str] = ""
 
     @abstractmethod
     def describe(self) -> str:
         """One paragraph for the UI: what the values are, the formula in words, and its source."""
 
-    def vectors(self, positions: np.ndarray) -> torch.Tensor | None:
-        """float32 [n, d] on the model's device, row i for ``positions[i]``; None for bias schemes."""
-        return None
+    def vectors(self, positions: np.ndarray) -> torch.Tensor:
+        """float32 [n, d] on the model's device, row i for ``positions[i]``.
 
-    def bias(self, positions: np.ndarray) -> np.ndarray | None:
+        Raises
+        ------
+        TypeError
+            For a scheme without a vector per position (``has_vectors`` False).
+        """
+        raise TypeError(f"{type(self).__name__} has no vector per position")
+
+    def bias(self, positions: np.ndarray) -> np.ndarray:
         """float32 [heads, n, n]: the bias added to the score of query ``positions[i]`` and key
-        ``positions[j]``; NaN where the key is masked (causal). None for vector schemes."""
+        ``positions[j]``; NaN where the key is masked (causal).
+
+        Raises
+        ------
+        TypeError
+            For a scheme without a score bias (``has_bias`` False).
+        """
+        raise TypeError(f"{type(self).__name__} adds no bias to the attention scores")
+
+    def metric_label(self, metric: str) -> str:
+        """What the position-position matrix of ``metric`` is called on figures ("P·Pᵀ", "cosine";
+        "bias" for bias schemes)."""
+        if self.has_bias:
+            return "bias"
+        return "cosine" if metric == "cosine" else "P·Pᵀ"
+
+    @property
+    def reference_width(self) -> int:
+        """The width of the sinusoid that matches this encoding's vectors (:attr:`width_meaning`)."""
+        return int(self.vectors(np.array([0])).shape[-1])
+
+    @property
+    def bands(self) -> tuple[slice, ...]:
+        """Frequency bands the vectors split into (rotary), fastest first; empty for other schemes."""
+        return ()
+
+    def signature(self) -> Signature | None:
+        """The Model page's figure of this component; None where there is nothing to draw."""
         return None
 
 
-@dataclass
-class PositionEmbeddings(PositionEncoding):
-    """A table of position vectors, learned or fixed (sinusoidal), with the family offset removed.
+@dataclass(frozen=True)
+class PositionSpec(ABC):
+    """Where one positional component lives in a model family, and how to read it.
+
+    An entry of :data:`posviz.families.FAMILIES`; subclasses are frozen dataclasses of paths
+    (below the base model) and the family's own functions.
 
     Attributes
     ----------
-    tensor : torch.Tensor
-        float32 [num_positions, width] on the model's device: row p is the vector the model adds
-        to the token at 0-based position p.
-    offset : int
-        Rows of the stored table skipped before position 0 (2 for RoBERTa, XLM-R, OPT, BART,
-        M2M100).
-    sinusoid : str or None
-        For a fixed sinusoid, its layout (``"interleaved"``, ``"halves"``, ``"t2t"``); else None.
+    component : str
+        Its name where a family has several (T5: "encoder", "decoder"); empty otherwise.
     """
 
-    tensor: torch.Tensor = None
-    offset: int = 0
-    sinusoid: str | None = None
+    component: str = field(default="", kw_only=True)
+
+    #: The class of what :meth:`read` returns: gives the scheme's name and label.
+    encoding: ClassVar[type[PositionEncoding]]
+    #: Whether the model knows where a token stands through this component (False: no encoding).
+    positional: ClassVar[bool] = True
+    #: Whether the scheme adds a vector to the token embeddings at the input.
+    adds_to_input: ClassVar[bool] = False
+    #: Whether the family's own ``_init_weights`` computes the values of :meth:`modules` (a fixed
+    #: sinusoid), so that a checkpoint may lack them.
+    computed: ClassVar[bool] = False
 
     @property
-    def formula(self) -> str:
-        if self.sinusoid:
-            return (r"PE_{p,2i} = \sin\!\left(p / 10000^{2i/d}\right),\quad "
-                    r"PE_{p,2i+1} = \cos\!\left(p / 10000^{2i/d}\right)")
-        return r"x_p = E_{\mathrm{token}}[t_p] + P[p + \mathrm{offset}]\ \big(+\, E_{\mathrm{segment}}[s_p]\ \text{where the model has segments}\big)"
+    def scheme(self) -> str:
+        """The scheme's short name (:attr:`PositionEncoding.scheme`)."""
+        return self.encoding.scheme
 
     @property
-    def matrix(self) -> np.ndarray:
-        """numpy float32 [num_positions, width], a copy of :attr:`tensor`."""
-        return self.tensor.cpu().numpy().copy()
+    def label(self) -> str:
+        """The scheme in words (:attr:`PositionEncoding.label`)."""
+        return self.encoding.label
 
-    @property
-    def width(self) -> int:
-        """Columns of the table (``hidden_size``, or ``embedding_size`` for ALBERT and ELECTRA)."""
-        return int(self.tensor.shape[1])
+    @abstractmethod
+    def read(self, model: nn.Module, config, *, heads: int, max_tokens: int) -> PositionEncoding | None:
+        """The encoding of this component, from the model's own modules.
 
-    def vectors(self, positions: np.ndarray) -> torch.Tensor:
-        return self.tensor[torch.as_tensor(positions, device=self.tensor.device)]
+        Parameters
+        ----------
+        model : nn.Module
+            The base model.
+        config : transformers.PretrainedConfig
+        heads : int
+            Attention heads per layer.
+        max_tokens : int
+            The longest input the model accepts (positions offered where the scheme has no table).
 
-    def describe(self) -> str:
-        where = f"row p + {self.offset} of `{self.source}`" if self.offset else f"row p of `{self.source}`"
-        if self.sinusoid:
-            spacing = {
-                "interleaved": "sines and cosines interleaved, as in the paper",
-                "halves": "all sines, then all cosines (a column permutation of the paper's layout: same Gram matrix)",
-                "t2t": "tensor2tensor spacing of the frequencies, exp(-i·ln 10000 / (d/2 - 1)), sines then cosines",
-            }[self.sinusoid]
-            shifted = f" (so position p gets PE(p + {self.offset}))" if self.offset else ""
-            return (f"Fixed sinusoid (Vaswani et al., 2017), not learned: {where} is added at position p{shifted}; "
-                    f"layout: {spacing}. Every pair's dot product depends on the offset only: "
-                    "PE_m · PE_n = Σ_k cos((m − n)·w_k).")
-        return (f"Learned absolute position embeddings: {where} is added to the token at 0-based position p "
-                f"({self.num_positions} positions, width {self.width}). Learned in pre-training with the rest "
-                "of the model (BERT: Devlin et al., 2019; GPT-2: Radford et al., 2019).")
+        Returns
+        -------
+        PositionEncoding or None
+            None where the module is missing in this model (an optional part).
+        """
 
+    def modules(self) -> tuple[str, ...]:
+        """Paths of the modules a positions-only load must give real tensors (none by default:
+        the scheme is a function of the config)."""
+        return ()
 
-@dataclass
-class NoPositions(PositionEncoding):
-    """A model with no positional information posviz can show (none, or a scheme it does not know)."""
+    def table_positions(self, model: nn.Module) -> int | None:
+        """Positions a stored table holds (its rows less the offset); None for schemes without one."""
+        return None
 
-    kind = "none"
+    @abstractmethod
+    def removal(self, model: nn.Module) -> list[Patch]:
+        """The patches that take this component's positional information out of ``model``.
 
-    def describe(self) -> str:
-        if self.scheme == "none":
-            return ("This model adds no positional information: it sees its input as a bag of tokens, "
-                    "apart from what a causal mask implies.")
-        return ("posviz does not know where this architecture keeps its positional information yet. "
-                "Its attention patterns are still available on the Attention page.")
+        Returns
+        -------
+        list of Patch
+            Empty where the module is missing.
+
+        Raises
+        ------
+        PositionRemovalError
+            Where no forward hook can reach it; the message says why.
+        """

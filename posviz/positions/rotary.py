@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable, ClassVar
 
 import numpy as np
 import torch
 from torch import nn
 
-from posviz.positions.base import PositionEncoding
+from posviz.hooks import Patch, resolve
+from posviz.positions.base import PositionEncoding, PositionSpec, Signature
+
+#: Rotary frequencies are shown in this many bands, fastest first.
+BANDS = 4
+
+_PAIRS = {"rotate_half": "(i, i + d/2), Llama's rotate_half", "interleaved": "(2i, 2i + 1), GPT-J's rotate_every_two"}
 
 
 @dataclass
@@ -42,8 +49,17 @@ class RotaryEncoding(PositionEncoding):
     theta: float | None = None
     rope_type: str = "default"
 
-    formula = (r"q'_m = q_m \cos(m\theta) + \mathrm{rotate}(q_m)\sin(m\theta),\quad "
-               r"K(m, n) = \sum_i \cos\big((m - n)\,\theta_i\big),\quad \theta_i = b^{-2i/d}")
+    scheme: ClassVar[str] = "rotary"
+    label: ClassVar[str] = "rotary position embedding (RoPE)"
+    formula: ClassVar[str] = (r"q'_m = q_m \cos(m\theta) + \mathrm{rotate}(q_m)\sin(m\theta),\quad "
+                              r"K(m, n) = \sum_i \cos\big((m - n)\,\theta_i\big),\quad \theta_i = b^{-2i/d}")
+    has_vectors: ClassVar[bool] = True
+    vector_name: ClassVar[str] = "rotation features [cos pθ, sin pθ]"
+    metric_names: ClassVar[dict[str, str]] = {"dot": "kernel K(m, n)", "cosine": "cosine"}
+    width_meaning: ClassVar[str] = "the rotated dimensions"
+    reference_note: ClassVar[str] = (
+        "The rotary kernel K(m, n) = Σ_i cos((m − n)·θ_i) is the Gram matrix of the sinusoid of width {width} with "
+        "the same frequencies: with base 10 000 and no scaling the two are equal.")
 
     def _cos_sin(self, positions: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
         """cos and sin of ``p·θ_i`` for each position, float32 [n, rotary_dim / 2] each."""
@@ -71,6 +87,9 @@ class RotaryEncoding(PositionEncoding):
         cos, sin = self._cos_sin(np.array([1]))
         return np.arctan2(sin[0].double().cpu().numpy(), cos[0].double().cpu().numpy())
 
+    def metric_label(self, metric: str) -> str:
+        return "cosine" if metric == "cosine" else "K(m, n)"
+
     def vectors(self, positions: np.ndarray, band: slice | None = None) -> torch.Tensor:
         """Rotation features ``[cos(p·θ_i), sin(p·θ_i)]``, float32 [n, 2·k] for the k frequencies
         in ``band`` (all by default); their dot products are the kernel restricted to the band."""
@@ -79,13 +98,82 @@ class RotaryEncoding(PositionEncoding):
             cos, sin = cos[:, band], sin[:, band]
         return torch.cat([cos, sin], dim=-1)
 
+    @property
+    def bands(self) -> tuple[slice, ...]:
+        """:data:`BANDS` slices of the frequencies, fastest first."""
+        edges = np.linspace(0, self.rotary_dim // 2, BANDS + 1).round().astype(int)
+        return tuple(slice(int(a), int(b)) for a, b in zip(edges, edges[1:]))
+
+    def kernel_by_offset(self, offsets: np.ndarray, band: slice | None = None) -> np.ndarray:
+        """``K(0, k)`` for each offset k (the kernel depends on the offset only), float32
+        [len(offsets)], over all frequencies or one band."""
+        features = self.vectors(np.concatenate([[0], np.asarray(offsets)]), band=band)
+        return (features[1:] @ features[0]).cpu().numpy()
+
     def describe(self) -> str:
-        pairs = "(i, i + d/2), Llama's rotate_half" if self.style == "rotate_half" else "(2i, 2i + 1), GPT-J's rotate_every_two"
         base = f"base b = {self.theta:g}" if self.theta else "the module's own frequencies"
         partial = (f"the first {self.rotary_dim} of {self.head_dim} dimensions per head"
                    if self.head_dim and self.rotary_dim < self.head_dim else f"all {self.rotary_dim} dimensions per head")
         return (f"Rotary position embedding (Su et al., RoFormer, 2021): no vector is added to the input; "
-                f"queries and keys of every layer are rotated by p·θ_i in pairs {pairs}, over {partial}; "
+                f"queries and keys of every layer are rotated by p·θ_i in pairs {_PAIRS[self.style]}, over {partial}; "
                 f"{base}, scaling '{self.rope_type}'. The score of query m and key n then depends on m − n only "
                 "through the rotations; with content removed it is the kernel K(m, n) = Σ_i cos((m − n)·θ_i), "
                 f"shown here. Values come from `{self.source}` ({type(self.module).__name__}).")
+
+    def signature(self) -> Signature:
+        theta = self.frequencies
+        return Signature(f"Rotation frequency of each dimension pair ({self.rotary_dim} rotated dims)", "pair i",
+                         "radians per position", "theta", {"θ_i": theta}, log_y=True, markers=True,
+                         caption=f"Fastest pair turns {theta[0]:.3g} rad per position; the slowest {theta[-1]:.3g} "
+                                 f"(a full turn every {2 * np.pi / theta[-1]:,.0f} positions).")
+
+
+def _identity(style: str) -> Callable:
+    """The transform of a rotary module's output to cos = 1, sin = 0, so that
+    ``q·cos + rotate(q)·sin = q`` (no rotation)."""
+
+    def identity(cos, sin):
+        return torch.ones_like(cos), torch.zeros_like(sin)
+
+    if style == "interleaved":  # GPTJRotaryEmbedding returns (sin, cos)
+        return lambda out: tuple(reversed(identity(out[1], out[0])))
+    return lambda out: identity(out[0], out[1])  # LlamaRotaryEmbedding & co. return (cos, sin)
+
+
+@dataclass(frozen=True)
+class RotarySpec(PositionSpec):
+    """A rotary module shared by every layer (``rotary_emb`` of Llama, GPT-NeoX, Phi, GPT-J …).
+
+    Attributes
+    ----------
+    path : str
+        Path of the rotary module below the base model.
+    style : {"rotate_half", "interleaved"}
+        How the family pairs dimensions (:attr:`RotaryEncoding.style`).
+    """
+
+    path: str = "rotary_emb"
+    style: str = "rotate_half"
+
+    encoding: ClassVar[type[PositionEncoding]] = RotaryEncoding
+
+    def read(self, model: nn.Module, config, *, heads: int, max_tokens: int) -> RotaryEncoding | None:
+        module = resolve(model, self.path)
+        if module is None:
+            return None
+        cfg = config.get_text_config()
+        rope = getattr(cfg, "rope_parameters", None) or {}
+        head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
+        return RotaryEncoding(self.path, max_tokens, module=module, style=self.style, head_dim=int(head_dim),
+                              theta=rope.get("rope_theta"),
+                              rope_type=getattr(module, "rope_type", rope.get("rope_type", "default")),
+                              component=self.component)
+
+    def modules(self) -> tuple[str, ...]:
+        return (self.path,)
+
+    def removal(self, model: nn.Module) -> list[Patch]:
+        module = resolve(model, self.path)
+        if module is None:
+            return []
+        return [Patch(f"`{self.path}` returns cos = 1, sin = 0 (no rotation)", module, _identity(self.style))]

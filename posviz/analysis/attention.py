@@ -13,11 +13,17 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from posviz.encoding import check_text, encode
+from posviz.tokenization import check_text, encode
 from posviz.loading import LoadedModel
 
-#: The stacks of an encoder-decoder model, as :meth:`AttentionPatterns.stack` names them.
-STACKS = ("encoder", "decoder", "cross")
+#: The stacks of an encoder-decoder model, as :meth:`AttentionPatterns.stack` names them, in words.
+STACKS = {
+    "encoder": "encoder self-attention",
+    "decoder": "decoder self-attention",
+    "cross": "cross attention",
+}
+#: The tokens of the query rows and key columns of each stack.
+SIDES = {"encoder": ("source", "source"), "decoder": ("target", "target"), "cross": ("target", "source")}
 
 
 @dataclass
@@ -131,7 +137,7 @@ def decoder_input(lm: LoadedModel, target: str) -> tuple[torch.Tensor, int]:
     Raises
     ------
     ValueError
-        When ``target`` is empty or holds a lone surrogate (:func:`posviz.encoding.check_text`),
+        When ``target`` is empty or holds a lone surrogate (:func:`posviz.tokenization.check_text`),
         or the config has neither ``decoder_start_token_id`` nor a label to start with.
     """
     if not target or not target.strip():
@@ -190,7 +196,7 @@ def attention(lm: LoadedModel, text: str, text_pair: str | None = None, *,
     ------
     ValueError
         When ``text`` is empty or only whitespace, or ``text``, ``text_pair`` or ``target`` is
-        not valid Unicode text (a lone surrogate, :func:`posviz.encoding.check_text`).
+        not valid Unicode text (a lone surrogate, :func:`posviz.tokenization.check_text`).
     """
     encoded = encode(lm, text, text_pair)
     if not lm.config.is_encoder_decoder:
@@ -235,3 +241,29 @@ def without_tokens(patterns: np.ndarray, keep: np.ndarray, keep_keys: np.ndarray
     sub = patterns[..., keep, :][..., keep if keep_keys is None else keep_keys]
     mass = sub.sum(axis=-1, keepdims=True)
     return np.divide(sub, mass, out=np.zeros_like(sub), where=mass > 0)
+
+
+def without_special(patterns: np.ndarray, query_tokens: list[str], key_tokens: list[str], special: set[str]
+                    ) -> tuple[np.ndarray, list[str], list[str]]:
+    """Attention patterns without the special tokens ([CLS], [SEP], BOS …), rows renormalised
+    (:func:`without_tokens`).
+
+    Parameters
+    ----------
+    patterns : np.ndarray
+        [..., num_queries, num_keys].
+    query_tokens, key_tokens : list of str
+    special : set of str
+        The tokenizer's special tokens (``tokenizer.all_special_tokens``).
+
+    Returns
+    -------
+    patterns, query_tokens, key_tokens
+        Unchanged where every query or every key is special (nothing would be left).
+    """
+    keep_rows = np.array([t not in special for t in query_tokens])
+    keep_cols = np.array([t not in special for t in key_tokens])
+    if not (keep_rows.any() and keep_cols.any()):
+        return patterns, query_tokens, key_tokens
+    return (without_tokens(patterns, keep_rows, keep_cols), [t for t, k in zip(query_tokens, keep_rows) if k],
+            [t for t, k in zip(key_tokens, keep_cols) if k])

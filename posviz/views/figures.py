@@ -1,4 +1,4 @@
-"""Pure figure builders: numpy arrays in, plotly figures out (no Streamlit).
+"""Figure builders: numpy arrays in, plotly figures out (the views draw with these).
 
 Arrays are passed to plotly as numpy float32 so plotly sends them to the browser as binary
 typed arrays, not as JSON lists of decimals. Token axes are numeric with token tick labels, so
@@ -11,7 +11,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from posviz.analysis import block_mean
+from posviz.analysis.similarity import block_mean
+from posviz.views.limits import MAX_CELLS, MAX_LABELS, MAX_TILE_CELLS
 
 #: Sequential, colour-blind-safe scale for similarities and attention.
 SEQUENTIAL = "Viridis"
@@ -20,8 +21,6 @@ DIVERGING = "RdBu_r"
 #: Colour-blind-safe qualitative colours (Okabe & Ito) for position ranges and parts; the two
 #: blues are far apart so that five lines never show two alike.
 QUALITATIVE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#000000", "#F0E442"]
-#: Beyond this many tokens an axis shows indices, and hover the tokens.
-MAX_LABELS = 128
 
 _LAYOUT = dict(
     template="plotly_white",
@@ -59,7 +58,7 @@ def _square(fig: go.Figure) -> None:
 
 def position_heatmap(matrix: np.ndarray, first: int, title: str, colorbar: str, clip: bool = True, step: int = 1,
                      names: tuple[str, str] = ("position", "position"),
-                     limits: tuple[float, float] | None = None, max_cells: int = 512) -> go.Figure:
+                     limits: tuple[float, float] | None = None, max_cells: int = MAX_CELLS) -> go.Figure:
     """Heatmap of a position-position matrix whose rows and columns start at position ``first``.
 
     Parameters
@@ -115,7 +114,7 @@ def row_profile_figure(profile: np.ndarray, q: int, title: str, ylabel: str, x: 
 
 
 def vector_heatmap(matrix: np.ndarray, title: str, row_title: str, row_labels=None, first: int = 0,
-                   step: int = 1, max_rows: int = 512) -> go.Figure:
+                   step: int = 1, max_rows: int = MAX_CELLS) -> go.Figure:
     """Raw vectors as a heatmap: rows (positions or tokens) against dimensions, centred on 0.
 
     Parameters
@@ -210,7 +209,7 @@ def projection_figure(coords: np.ndarray, boundaries: list[int], path: bool, tit
 
 def small_multiples(matrices: np.ndarray, titles: list[str], title: str, zmin: float | None = None,
                     zmax: float | None = None, names: tuple[str, str] = ("row", "column"), columns: int = 4,
-                    max_cells: int = 96, first: int = 0) -> go.Figure:
+                    max_cells: int = MAX_TILE_CELLS, first: int = 0) -> go.Figure:
     """Square matrices side by side on one colour scale (heads of a layer, heads of a bias,
     frequency bands of a rotary kernel).
 
@@ -271,7 +270,7 @@ def token_heatmap(matrix: np.ndarray, tokens: list[str], title: str, colorbar: s
     matrix : np.ndarray
         [num_tokens, num_tokens], or [num_tokens, len(col_tokens)] when ``col_tokens`` is given.
     tokens : list of str
-        Labels of the rows, and of the columns unless ``col_tokens`` is given; beyond 128
+        Labels of the rows, and of the columns unless ``col_tokens`` is given; beyond :data:`MAX_LABELS`
         tokens on either axis the axes show indices only.
     zmin, zmax : float, optional
         Colour range (0 to the layer's largest weight for attention, shared with the heads grid).
@@ -282,7 +281,7 @@ def token_heatmap(matrix: np.ndarray, tokens: list[str], title: str, colorbar: s
     cols = list(tokens) if col_tokens is None else list(col_tokens)
     rows_idx = np.arange(len(tokens))
     cols_idx = np.arange(len(cols))
-    labelled = len(tokens) <= 128 and len(cols) <= 128
+    labelled = len(tokens) <= MAX_LABELS and len(cols) <= MAX_LABELS
     fig = _figure(title, height=max(420, min(900, 20 * len(tokens) + 200)))
     fig.add_trace(go.Heatmap(
         z=_f32(matrix), x=cols_idx, y=rows_idx, zmin=zmin, zmax=zmax, colorscale=SEQUENTIAL, colorbar=dict(title=colorbar),
@@ -351,7 +350,7 @@ def token_bars(series: dict[str, np.ndarray], labels: list[str], title: str, yla
     series : dict of str to np.ndarray
         Each [num_tokens], non-negative for a log scale.
     labels : list of str
-        Token labels; beyond 128 tokens the axis shows indices (hover still names the token).
+        Token labels; beyond :data:`MAX_LABELS` tokens the axis shows indices (hover still names the token).
     log_y : bool
         Log y axis. An exact 0 has no bar there; the subtitle says so when one occurs.
 
@@ -386,7 +385,7 @@ def vector_heatmaps(panels: dict[str, np.ndarray], title: str, row_labels: list[
     panels : dict of str to np.ndarray
         Panel title -> [num_tokens, width], same number of rows.
     row_labels : list of str
-        Token labels of the rows (indices beyond 128 tokens).
+        Token labels of the rows (indices beyond :data:`MAX_LABELS` tokens).
 
     Returns
     -------

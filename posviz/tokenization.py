@@ -1,4 +1,4 @@
-"""Turn a sentence (and an optional second one) into the model's input, truncated to fit."""
+"""Tokenization: a sentence (and an optional second one) as the model's input, truncated to fit, and its words."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import torch
 
 from posviz.loading import LoadedModel
-from posviz.schemes import resolve
+from posviz.hooks import resolve
 
 
 @dataclass
@@ -157,7 +157,7 @@ def encode(lm: LoadedModel, text: str, text_pair: str | None = None) -> EncodedI
         kept_at = _kept_positions(segment, longest_first(*lengths, budget), from_end=tok.truncation_side == "left")
         enc = {key: [values[i] for i in kept_at] for key, values in full.items()}
     keep = ["input_ids", "attention_mask"]
-    segment_table = resolve(lm.model, lm.layout.segment) if lm.layout.segment else None
+    segment_table = resolve(lm.model, lm.family.segment) if lm.family.segment else None
     if segment_table is not None and "token_type_ids" in enc and max(enc["token_type_ids"]) < segment_table.num_embeddings:
         keep.append("token_type_ids")
     model_inputs = {k: torch.tensor([enc[k]], dtype=torch.long, device=lm.device) for k in keep if k in enc}
@@ -167,3 +167,62 @@ def encode(lm: LoadedModel, text: str, text_pair: str | None = None) -> EncodedI
         model_inputs=model_inputs,
         truncated=n - len(ids),
     )
+
+
+@dataclass
+class SentenceWords:
+    """A sentence as the model reads it, with the word of each token.
+
+    Attributes
+    ----------
+    tokens : list of str
+        The tokens, special tokens included (as :func:`encode` gives them).
+    word_of : list of int or None
+        For each token, the index of its word (0-based, in order of appearance); None for a
+        special token.
+    words : list of str
+        The text of each word as it appears in the sentence (from the tokenizer's offsets), or
+        its tokens joined back into a string.
+    truncated : int
+        Tokens dropped so the input fits the model.
+    """
+
+    tokens: list[str]
+    word_of: list[int | None]
+    words: list[str]
+    truncated: int
+
+
+def split_words(lm: LoadedModel, text: str) -> SentenceWords:
+    """The words of ``text`` as the model's tokenizer splits them.
+
+    Words are the tokenizer's own pre-tokenized words (``BatchEncoding.word_ids()``; BERT's splits
+    punctuation off: "dog." is two words). A slow tokenizer has no word ids: each content token
+    is then a word of its own.
+
+    Raises
+    ------
+    ValueError
+        When ``text`` is empty.
+    """
+    encoded = encode(lm, text)
+    tok = lm.tokenizer
+    ids = encoded.model_inputs["input_ids"][0].tolist()
+    enc = tok(text, truncation=True, max_length=lm.max_tokens, return_special_tokens_mask=True,
+              return_offsets_mapping=bool(tok.is_fast))
+    special = enc["special_tokens_mask"]
+    assert enc["input_ids"] == ids, "tokenizer gave different ids on a second call"
+    raw = enc.word_ids() if tok.is_fast else [None if s else i for i, s in enumerate(special)]
+    renumber: dict[int, int] = {}
+    word_of: list[int | None] = []
+    for w, s in zip(raw, special):
+        word_of.append(None if w is None or s else renumber.setdefault(w, len(renumber)))
+    words = []
+    for w in range(len(renumber)):
+        where = [i for i, k in enumerate(word_of) if k == w]
+        if tok.is_fast:
+            spans = [enc["offset_mapping"][i] for i in where]
+            words.append(text[min(a for a, _ in spans):max(b for _, b in spans)].strip())
+        else:
+            words.append(tok.convert_tokens_to_string([encoded.tokens[i] for i in where]).strip())
+    return SentenceWords(tokens=encoded.tokens, word_of=word_of, words=words, truncated=encoded.truncated)

@@ -1,8 +1,9 @@
-"""Similarity between positions, row profiles and low-dimensional projections."""
+"""Similarity between positions, row profiles, and the bounds that keep long contexts on screen."""
 
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -72,42 +73,6 @@ def row_profile(similarity: np.ndarray, q: int, normalize: str | None = "max") -
     raise ValueError(f"normalize must be 'max' or None, not {normalize!r}")
 
 
-def project(vectors, method: str = "umap", n_components: int = 2, seed: int = 0) -> np.ndarray:
-    """Project rows to 2 or 3 dimensions with UMAP (umap-learn) or PCA (scikit-learn).
-
-    Parameters
-    ----------
-    vectors : array-like
-        [n, width].
-    method : {"umap", "pca"}
-        UMAP: McInnes et al. (2018), ``umap.UMAP(n_components, random_state=seed)`` with the
-        library's defaults (15 neighbours, Euclidean); PCA: ``sklearn.decomposition.PCA``.
-    n_components : int
-    seed : int
-        Random state; UMAP with a seed is deterministic (and single-threaded).
-
-    Returns
-    -------
-    np.ndarray
-        float32 [n, n_components].
-
-    Raises
-    ------
-    ValueError
-        For an unknown method.
-    """
-    x = np.asarray(torch.as_tensor(vectors).to(torch.float32).cpu())
-    if method == "pca":
-        from sklearn.decomposition import PCA
-
-        return PCA(n_components=n_components, random_state=seed).fit_transform(x).astype(np.float32)
-    if method == "umap":
-        import umap
-
-        return umap.UMAP(n_components=n_components, random_state=seed).fit_transform(x).astype(np.float32)
-    raise ValueError(f"method must be 'umap' or 'pca', not {method!r}")
-
-
 def block_mean(matrix: np.ndarray, max_size: int) -> tuple[np.ndarray, int]:
     """Shrink the last two axes to at most ``max_size`` by averaging ``f × f`` blocks.
 
@@ -155,3 +120,83 @@ def sample_positions(first: int, last: int, max_points: int) -> tuple[np.ndarray
     """
     step = max(1, -(-(last - first + 1) // max_points))
     return np.arange(first, last + 1, step, dtype=np.int64), step
+
+
+@dataclass(frozen=True)
+class PositionMatrix:
+    """A scheme's position-position matrix over a range of rows, every ``step``-th.
+
+    Attributes
+    ----------
+    values : np.ndarray
+        float32 [n, n] for a vector scheme (the similarity of its vectors), [heads, n, n] for a
+        bias scheme (each head's bias; NaN where a causal mask hides the key).
+    positions : np.ndarray
+        int64 [n]: the encoding's row of each row and column (0-based).
+    step : int
+        The stride between rows (1: every row of the range).
+    last : int
+        The last row of the range asked for (the last shown is at most this).
+    label : str
+        What the values are called on figures ("P·Pᵀ", "K(m, n)", "cosine", "bias").
+    axis_label : str
+        What a row is ("position", "relative position bucket").
+    first_label : int
+        The label of row 0 (negative for relative positions): row r is labelled ``r + first_label``.
+    """
+
+    values: np.ndarray
+    positions: np.ndarray
+    step: int
+    last: int
+    label: str
+    axis_label: str = "position"
+    first_label: int = 0
+
+    @property
+    def labels(self) -> np.ndarray:
+        """int64 [n]: each row's label on figures."""
+        return self.positions + self.first_label
+
+    @property
+    def rows(self) -> int:
+        """Rows of the range asked for, shown or skipped by the stride."""
+        return self.last - int(self.positions[0]) + 1
+
+    @property
+    def per_head(self) -> bool:
+        """A bias per head ([heads, n, n]) rather than one matrix."""
+        return self.values.ndim == 3
+
+
+def position_matrix(encoding, first: int, last: int, metric: str = "dot", max_points: int = 2048) -> PositionMatrix:
+    """The position-position matrix of a positional encoding over rows ``first .. last``.
+
+    Vector schemes (``encoding.has_vectors``): :func:`similarity` of the vectors, computed on the
+    model's device; bias schemes: the bias every head adds (``encoding.bias``; ``metric`` unused).
+
+    Parameters
+    ----------
+    encoding : posviz.positions.PositionEncoding
+    first, last : int
+        Rows (inclusive, 0-based), within ``0 .. encoding.num_positions - 1``.
+    metric : {"dot", "cosine"}
+    max_points : int
+        Most rows per side: a wider range is taken every k-th row (:func:`sample_positions`).
+
+    Returns
+    -------
+    PositionMatrix
+
+    Raises
+    ------
+    TypeError
+        For an encoding with neither vectors nor a bias (no positional encoding).
+    """
+    positions, step = sample_positions(first, last, max_points)
+    if encoding.has_bias:
+        values = encoding.bias(positions)
+    else:
+        values = similarity(encoding.vectors(positions), metric)
+    return PositionMatrix(values, positions, step, last, encoding.metric_label(metric), encoding.axis_label,
+                          encoding.first_label)

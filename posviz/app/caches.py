@@ -1,0 +1,164 @@
+"""The app's caches: one model store per process, and every heavy result keyed by plain values.
+
+Results are cached by the model's :class:`~posviz.store.ModelKey` and the view's settings, never by
+tensors, so moving a slider does not repeat a forward pass. Each function here is the cached form of
+one library computation; the pages call these, then a view of :mod:`posviz.views`.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+import streamlit as st
+
+from posviz.analysis import identical_words as iw
+from posviz.analysis.attention import AttentionPatterns, attention
+from posviz.analysis.input_representation import InputRepresentation, input_representation
+from posviz.analysis.layer_probe import LayerProbeResult, layer_position_probe
+from posviz.analysis.locality import attention_scores, position_only_attention
+from posviz.analysis.probes import ProbeResult, absolute_position_probe, relative_order_probe
+from posviz.analysis.properties import PositionProperties, position_properties
+from posviz.analysis.similarity import PositionMatrix
+from posviz.analysis.word_order import WordOrderComparison, compare_orders
+from posviz.app.warmup import warm_up
+from posviz.loading import LoadedModel
+from posviz.positions import PositionEncoding, sinusoidal
+from posviz.positions.sinusoid import reference_sinusoid
+from posviz.store import BUNDLED, ModelKey, ModelStore
+from posviz.tokenization import SentenceWords, split_words
+from posviz.views import positions, probes
+
+
+@st.cache_resource(show_spinner=False)
+def model_store() -> ModelStore:
+    """The process's :class:`~posviz.store.ModelStore`, shared by every session."""
+    return ModelStore()
+
+
+def loaded_model(key: ModelKey, progress: Callable[[str], None] | None = None) -> LoadedModel:
+    """The model for ``key``, loaded once per process and shared by every session.
+
+    ``progress`` is called with each loading step when the model is not loaded yet (Streamlit's
+    ``st.cache_resource`` would forbid that callback from writing to the sidebar).
+
+    Raises
+    ------
+    posviz.ModelLoadError
+    """
+    return model_store().get(key, progress)
+
+
+def encoding(key: ModelKey, component: int) -> PositionEncoding:
+    """Positional component ``component`` of the model (read once, with the model)."""
+    return loaded_model(key).encodings[component]
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def position_matrix(key: ModelKey, component: int, metric: str, first: int, last: int) -> PositionMatrix:
+    """:func:`posviz.views.positions.matrix` of a component over rows ``first .. last``."""
+    return positions.matrix(encoding(key, component), metric, first, last)
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def sinusoid_matrix(width: int, layout: str, metric: str, first: int, last: int) -> PositionMatrix:
+    """The same for the fixed sinusoid of ``width`` (:func:`posviz.positions.sinusoid.reference_sinusoid`)."""
+    return positions.matrix(reference_sinusoid(last + 1, width, layout), metric, first, last)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def projection(key: ModelKey, component: int, method: str, dims: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`posviz.views.positions.projection_coordinates` of a component: (coords, positions)."""
+    warm_up().wait()
+    return positions.projection_coordinates(encoding(key, component), method, dims)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def input_parts(key: ModelKey, text: str, text_pair: str | None) -> InputRepresentation:
+    """:func:`posviz.input_representation` of a sentence (and a second one)."""
+    return input_representation(loaded_model(key), text, text_pair)
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def attention_patterns(key: ModelKey, text: str, text_pair: str | None, target: str | None = None
+                       ) -> AttentionPatterns:
+    """:func:`posviz.attention`; ``target`` is the decoder's sentence of an encoder-decoder model
+    (None or empty: the source sentence), ignored by other models."""
+    return attention(loaded_model(key), text, text_pair, target=target or None)
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def previous_token_head(text: str) -> tuple[int, int, float]:
+    """(layer, head, weight): the head of the bundled model that puts the most attention, on average,
+    on the token just before the query (query i → key i − 1)."""
+    patterns = attention(loaded_model(BUNDLED), text).patterns
+    previous = np.diagonal(patterns, offset=-1, axis1=2, axis2=3).mean(axis=-1)  # [layers, heads]
+    layer, head = np.unravel_index(previous.argmax(), previous.shape)
+    return int(layer), int(head), float(previous[layer, head])
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def absolute_probe(key: ModelKey, component: int, source: str, seed: int, regression: str) -> ProbeResult:
+    """:func:`posviz.analysis.probes.absolute_position_probe` of one probed matrix (:data:`posviz.views.probes.SOURCES`)."""
+    return absolute_position_probe(probes.probe_matrix(encoding(key, component), source, seed), seed=seed,
+                                   regression=regression)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def relative_probe(key: ModelKey, component: int, source: str, seed: int, pairs: int) -> ProbeResult:
+    """:func:`posviz.analysis.probes.relative_order_probe` of one probed matrix."""
+    return relative_order_probe(probes.probe_matrix(encoding(key, component), source, seed), pairs=pairs, seed=seed)
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def layer_probe(key: ModelKey, text: str, seed: int, regression: str) -> LayerProbeResult:
+    """:func:`posviz.analysis.layer_probe.layer_position_probe`, without the hidden states themselves."""
+    found = layer_position_probe(loaded_model(key), text, seed=seed, regression=regression)
+    return found.without_states()
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def model_properties(key: ModelKey, component: int, metric: str, count: int) -> PositionProperties:
+    """:func:`posviz.analysis.properties.position_properties` of a component's matrix over rows 0 … count − 1."""
+    return position_properties(position_matrix(key, component, metric, 0, count - 1).values)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def sinusoid_properties(width: int, metric: str, count: int) -> PositionProperties:
+    """The same for the interleaved sinusoid of ``width``."""
+    return position_properties(sinusoid_matrix(width, "interleaved", metric, 0, count - 1).values)
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def identical_words(key: ModelKey, words: int, length: int) -> iw.IdenticalWordAttention:
+    """:func:`posviz.analysis.identical_words.identical_word_attention` (layer 0)."""
+    return iw.identical_word_attention(loaded_model(key), words, length)
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def head_scores(key: ModelKey, words: int, length: int, keep_special: bool) -> tuple[np.ndarray, dict]:
+    """The identical-word attention shown, float32 [heads, L, L], and
+    :func:`posviz.analysis.locality.attention_scores` of every head and, last, of the heads' mean."""
+    att = identical_words(key, words, length)
+    matrices = att.patterns if keep_special else att.words_only()
+    stacked = np.concatenate([matrices, matrices.mean(axis=0, keepdims=True)])
+    return matrices, attention_scores(stacked, att.causal)
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def sinusoid_attention(width: int, length: int) -> tuple[np.ndarray, dict]:
+    """softmax(P·Pᵀ/√d) of the sinusoid over ``length`` positions, and its scores."""
+    matrix = position_only_attention(sinusoidal(length, width))
+    return matrix, attention_scores(matrix)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def sentence_words(key: ModelKey, text: str) -> SentenceWords:
+    """:func:`posviz.tokenization.split_words` of a sentence."""
+    return split_words(loaded_model(key), text)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def word_order(key: ModelKey, text: str, order: tuple[int, ...], without_positions: bool) -> WordOrderComparison:
+    """:func:`posviz.analysis.word_order.compare_orders` (keyed by plain values)."""
+    return compare_orders(loaded_model(key), text, list(order), without_positions)

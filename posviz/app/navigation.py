@@ -1,0 +1,85 @@
+"""The app's entry: its pages, the navigation between them, the sidebar, and the last net under every page.
+
+``app.py`` calls :func:`main`; each page script starts with :func:`current_model`.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import streamlit as st
+
+from posviz.app import sidebar
+from posviz.app.notices import page_failed
+from posviz.app.warmup import warm_up
+from posviz.loading import LoadedModel
+from posviz.store import ModelKey
+
+#: The favicon, local: no icon is fetched from a font CDN.
+ICON = Path(__file__).resolve().parents[2] / "assets" / "favicon.png"
+
+#: The pages, in the order of the navigation; paths are relative to ``app.py``.
+PAGES = [
+    ("pages/model.py", "Model", ":material/info:", ""),
+    ("pages/gallery.py", "Gallery", ":material/photo_library:", "gallery"),
+    ("pages/similarity.py", "Position similarity", ":material/grid_on:", "similarity"),
+    ("pages/projection.py", "Projection", ":material/scatter_plot:", "projection"),
+    ("pages/input.py", "Input representation", ":material/functions:", "input"),
+    ("pages/attention.py", "Attention", ":material/visibility:", "attention"),
+    ("pages/compare.py", "Compare", ":material/compare:", "compare"),
+    ("pages/probes.py", "Probes", ":material/science:", "probes"),
+    ("pages/word_order.py", "Word order", ":material/swap_horiz:", "word_order"),
+    ("pages/properties.py", "Properties", ":material/rule:", "properties"),
+]
+
+# What main() chose for the script run of this thread (the model of the sidebar); a page run
+# without it was started by Streamlit directly (see current_model).
+_run = threading.local()
+
+
+def _navigation(position: str = "sidebar"):
+    pages = [st.Page(path, title=title, icon=icon, url_path=url_path or None, default=not url_path)
+             for path, title, icon, url_path in PAGES]
+    return st.navigation(pages, position=position)
+
+
+def main() -> None:
+    """Configure the page, draw the navigation and the sidebar, start the warm-up, and run the chosen
+    page; an unexpected failure of a page becomes a message (:func:`posviz.app.notices.page_failed`)."""
+    st.set_page_config(page_title="posviz · position embeddings", page_icon=str(ICON), layout="wide")
+    page = _navigation()
+    warm_up()
+    _run.model = sidebar.draw()
+    try:
+        page.run()
+    except Exception as exc:  # the last net: a message and a way forward, never a traceback
+        page_failed(exc)
+    finally:
+        _run.model = None
+
+
+def current_model() -> tuple[ModelKey, LoadedModel]:
+    """The model the sidebar shows in this run (:func:`posviz.app.sidebar.draw`): every page starts
+    with this call.
+
+    Returns
+    -------
+    key : ModelKey
+        What the caches of :mod:`posviz.app.caches` are keyed by.
+    lm : LoadedModel
+
+    Notes
+    -----
+    Because a ``pages/`` folder sits beside ``app.py``, a fresh server's first request for a page
+    (``/similarity``) makes Streamlit run ``pages/similarity.py`` directly, in its legacy multipage
+    mode, without ``app.py``. Streamlit offers no setting for it, but its documentation of
+    ``st.navigation`` says: "As soon as any session of your app executes the st.navigation command,
+    your app will ignore the pages/ directory (across all sessions)". So such a page calls it here
+    (its menu hidden) and reruns, which brings it back through ``app.py``, sidebar and all.
+    """
+    model = getattr(_run, "model", None)
+    if model is None:
+        _navigation(position="hidden")
+        st.rerun()
+    return model

@@ -1,0 +1,71 @@
+"""Messages that say what a page cannot show and what to do instead; nothing crashes."""
+
+from __future__ import annotations
+
+import logging
+
+import streamlit as st
+
+from posviz.loading import LoadedModel
+from posviz.positions import PositionEncoding
+
+LOG = logging.getLogger("posviz")
+
+
+def explain(encoding: PositionEncoding) -> None:
+    """The scheme's formula and its description, with sources."""
+    if encoding.formula:
+        st.latex(encoding.formula)
+    st.caption(encoding.describe())
+
+
+def require_vectors(encoding: PositionEncoding, lm: LoadedModel, what: str) -> None:
+    """Stop the page with a way forward where the scheme has no vector per position.
+
+    ``what`` says why the view needs vectors, e.g. "it has no vector per position to project".
+    """
+    if not encoding.has_vectors:
+        st.info(f"{lm.name} uses {lm.scheme_label}: {what}. Its position-position structure is on the "
+                "Position similarity page; pick a model with learned, sinusoidal or rotary positions to "
+                "see this view.", icon=":material/info:")
+        explain(encoding)
+        st.stop()
+
+
+def _set_positions_only(value: bool) -> None:
+    st.session_state.positions_only = value
+
+
+def positions_only_button(label: str, value: bool, icon: str) -> None:
+    """A button that switches the sidebar's "Positions only" (``positions_only``) to ``value``."""
+    st.button(label, icon=icon, on_click=_set_positions_only, args=(value,))
+
+
+def require_weights(lm: LoadedModel, what: str) -> None:
+    """Stop the page (or the rest of it) with a way forward where only the positions were loaded.
+
+    ``what`` names what the view runs, e.g. "through every attention layer".
+    """
+    if lm.positions_only:
+        st.info(f"This view runs sentences {what}, which needs the model's full weights; only its positional "
+                "tensors are loaded. Load the whole model (if it fits this machine), or see the positions on the "
+                "Position similarity and Projection pages.", icon=":material/info:")
+        positions_only_button("Load the full model", False, ":material/download:")
+        st.stop()
+
+
+def truncation_notice(truncated: int, lm: LoadedModel, paired: bool = False) -> None:
+    """Say how many tokens were dropped, when any were (``paired``: the input had a second sentence)."""
+    if truncated:
+        where = ("from the end of the longer sentence first (the tokenizer's longest-first truncation)" if paired
+                 else "from the end")
+        st.warning(f"The input is longer than the model's {lm.max_tokens} positions: {truncated:,} tokens were "
+                   f"dropped, {where}.", icon=":material/content_cut:")
+
+
+def page_failed(exc: Exception) -> None:
+    """Report an unexpected failure of a page in words, log the traceback, keep the app usable."""
+    LOG.exception("page failed")
+    st.error(f"This view failed for the current model and input ({type(exc).__name__}: {exc}). "
+             "Your inputs are kept: try another sentence or model, or another page. "
+             "The full error is in the server log.", icon=":material/error:")

@@ -1,0 +1,98 @@
+"""The URL contract: every query parameter the app reads, once.
+
+A widget bound to the URL (``bind="query-params"``) takes its key from this list through
+:func:`posviz.app.widgets.url`, which refuses any other name; a test checks that every page binds
+only names listed here for it. The same name means the same thing on every page that reads it, with
+the same values (``metric`` is ``dot`` or ``cosine`` everywhere), so a link can be shared from any
+page. Streamlit drops a parameter from the URL while its widget holds the default.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: Every page, for the sidebar's parameters.
+EVERY_PAGE = ("model", "gallery", "similarity", "projection", "input", "attention", "compare", "probes",
+              "word_order", "properties")
+_POSITION_PAGES = ("similarity", "projection", "compare", "probes", "properties")
+
+
+@dataclass(frozen=True)
+class Param:
+    """One query parameter.
+
+    Attributes
+    ----------
+    name : str
+        The parameter (and the widget's key).
+    type : str
+        Its values, in words ("text", "integer", "true or false", "dot | cosine" …).
+    pages : tuple of str
+        The pages that read it (the stems of ``pages/*.py``).
+    default : str
+        Its value when the URL leaves it out, in words.
+    meaning : str
+        What it sets.
+    """
+
+    name: str
+    type: str
+    pages: tuple[str, ...]
+    default: str
+    meaning: str
+
+
+PARAMS: dict[str, Param] = {p.name: p for p in (
+    Param("model", "text", EVERY_PAGE, "the bundled model", "Hub id or local folder of the model shown"),
+    Param("revision", "text", EVERY_PAGE, "the default branch", "branch, tag or commit of a Hub model"),
+    Param("device", "auto | cpu | cuda | mps", EVERY_PAGE, "auto", "where the model runs"),
+    Param("positions_only", "true or false", EVERY_PAGE, "false", "read the positional tensors only, not the weights"),
+    Param("present", "true or false", EVERY_PAGE, "false", "presentation mode: large fonts for a projector"),
+    Param("component", "integer", _POSITION_PAGES, "0",
+          "which positional component, where a model has several (MPNet, T5)"),
+    Param("metric", "dot | cosine", ("similarity", "compare", "properties"), "dot (cosine on Compare)",
+          "similarity of position vectors: dot product (the rotary kernel) or cosine"),
+    Param("range", "two integers", ("similarity", "compare"), "the first 2 048 positions",
+          "first and last position (row) shown"),
+    Param("q", "integer", ("similarity", "compare"), "128 (or the last position)",
+          'the position of "position q against all"'),
+    Param("bias_head", "all | integer", ("similarity",), "all", "the head of a per-head bias"),
+    Param("normalize", "true or false", ("similarity",), "false", "divide by the largest value"),
+    Param("clip", "true or false", ("similarity",), "true", "colours from the 1st to the 99th percentile"),
+    Param("method", "umap | pca", ("projection",), "umap", "projection method"),
+    Param("dims", "2 | 3", ("projection",), "2", "dimensions of the projection"),
+    Param("boundaries", "comma-separated integers", ("projection",), "128 (where the model has more positions)",
+          "positions where a new colour starts"),
+    Param("path", "true or false", ("projection",), "false", "draw the path through consecutive positions"),
+    Param("text", "text", ("input", "attention", "probes", "word_order"), "The cat chased the dog",
+          "the sentence (segment A)"),
+    Param("text_pair", "text", ("input", "attention"), "The dog chased the cat",
+          "the second sentence (segment B), empty for none"),
+    Param("part", "token | segment | position | sum | after LayerNorm", ("input",), "token",
+          "the part of the input representation whose vectors are shown"),
+    Param("target", "text", ("attention",), "empty: the source sentence",
+          "the decoder's sentence of an encoder-decoder model"),
+    Param("stack", "encoder | decoder | cross", ("attention",), "encoder",
+          "the attention stack of an encoder-decoder model"),
+    Param("layer", "integer", ("attention",), "0", "the layer (0-based)"),
+    Param("head", "integer", ("attention",), "0", "the head (0-based)"),
+    Param("hide_special", "true or false", ("attention",), "false",
+          "drop the special tokens and renormalise each row"),
+    Param("against", "sinusoid | model", ("compare",), "sinusoid", "what the model is compared with"),
+    Param("layout", "interleaved | halves | t2t", ("compare",), "interleaved", "the sinusoid's column layout"),
+    Param("other", "text", ("compare",), "empty", "Hub id or local folder of the other model"),
+    Param("seed", "integer", ("probes", "word_order"), "0", "the random seed (probe folds and pairs; the shuffle)"),
+    Param("pairs", "integer", ("probes",), "512", "pairs drawn for the relative-order probe"),
+    Param("regression", "linear | ridge", ("probes",), "linear", "the absolute probe's regression"),
+    Param("probe_text", "builtin | sentence", ("probes",), "builtin", "the text of the layer probe"),
+    Param("permutation", "reverse | swap | shuffle | custom", ("word_order",), "swap", "how the words are permuted"),
+    Param("swap_i", "integer", ("word_order",), "1", "the first word swapped"),
+    Param("swap_j", "integer", ("word_order",), "the last word", "the second word swapped"),
+    Param("order", "word indices separated by spaces", ("word_order",), "empty", "a custom order of the words"),
+    Param("without_positions", "true or false", ("word_order",), "false", "take the positional information out"),
+    Param("stage", "input | first | output", ("word_order",), "output", "the stage whose vectors are shown"),
+    Param("count", "integer", ("properties",), "512 (or every position)", "positions 0 … N − 1 of the properties"),
+    Param("length", "integer", ("properties",), "64", "word tokens per identical-word input"),
+    Param("words", "integer", ("properties",), "16", "words the identical-word attention is averaged over"),
+    Param("keep_special", "true or false", ("properties",), "false", "keep the special tokens in the attention"),
+)}

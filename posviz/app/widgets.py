@@ -1,0 +1,93 @@
+"""Widgets shared by the pages, every one bound to the URL contract (:mod:`posviz.app.urls`)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from posviz import settings
+from posviz.app.urls import PARAMS
+from posviz.loading import LoadedModel
+from posviz.positions import PositionEncoding
+
+#: The sentences every page starts with.
+DEFAULT_TEXT = "The cat chased the dog"
+DEFAULT_TEXT_PAIR = "The dog chased the cat"
+
+
+def url(name: str) -> dict:
+    """The keyword arguments that bind a widget to query parameter ``name`` of the URL contract.
+
+    Raises
+    ------
+    KeyError
+        For a name that :data:`posviz.app.urls.PARAMS` does not list.
+    """
+    if name not in PARAMS:
+        raise KeyError(f"{name!r} is not a query parameter of the URL contract (posviz/app/urls.py)")
+    return {"key": name, "bind": "query-params"}
+
+
+def clip_state(key: str, low: int, high: int) -> None:
+    """Clip the kept value of widget ``key`` (a number or a (first, last) range) into ``low .. high``.
+
+    Call it before drawing a widget whose bounds depend on the model: a value kept from a larger
+    model (layer 11, positions 0-511) would otherwise exceed the new bounds.
+    """
+    value = st.session_state.get(key)
+    if isinstance(value, (int, float)):
+        clipped = type(value)(min(max(value, low), high))
+    elif isinstance(value, (tuple, list)) and len(value) == 2:
+        clipped = tuple(type(v)(min(max(v, low), high)) for v in value)
+    else:
+        return
+    if clipped != value:
+        st.session_state[key] = clipped
+
+
+def text_field(container, label: str, name: str, **kwargs) -> str:
+    """A text input bound to query parameter ``name``, its text cut to
+    :func:`posviz.settings.max_text_chars` with a notice (the field keeps all that was typed or pasted)."""
+    text = container.text_input(label, **url(name), **kwargs)
+    limit = settings.max_text_chars()
+    if len(text) > limit:
+        st.warning(f"{label}: {len(text):,} characters, more than this app takes ({limit:,}); the first "
+                   f"{limit:,} are used.", icon=":material/content_cut:")
+        return text[:limit]
+    return text
+
+
+def sentence_inputs(lm: LoadedModel) -> tuple[str, str | None]:
+    """The sentence (``text``) and optional second sentence (``text_pair``).
+
+    The second sentence is segment B where the model has a segment table; otherwise the
+    tokenizer simply joins the two.
+    """
+    left, right = st.columns(2)
+    segments = lm.family.segment is not None
+    text = text_field(left, "Sentence (segment A)" if segments else "Sentence", "text", value=DEFAULT_TEXT)
+    text_pair = text_field(
+        right, "Second sentence (segment B, optional)" if segments else "Second sentence (optional, joined by the tokenizer)",
+        "text_pair", value=DEFAULT_TEXT_PAIR)
+    return text, (text_pair or None)
+
+
+def index_slider(column, label: str, count: int, name: str) -> int:
+    """A 0-based index slider bound to query parameter ``name``; with a single choice (a one-layer or
+    one-head model) no slider, just the fact."""
+    if count == 1:
+        column.markdown(f"**{label}** 0 (the only one)")
+        return 0
+    clip_state(name, 0, count - 1)
+    return column.slider(label, 0, count - 1, 0, **url(name))
+
+
+def choose_encoding(lm: LoadedModel) -> tuple[int, PositionEncoding]:
+    """The positional component to show: a radio (``component``) where the model has several
+    (MPNet's table and relative bias, T5's encoder and decoder bias)."""
+    encodings = lm.encodings
+    index = 0
+    if len(encodings) > 1:
+        clip_state("component", 0, len(encodings) - 1)
+        index = st.radio("Component", range(len(encodings)), horizontal=True, **url("component"),
+                         format_func=lambda i: encodings[i].component)
+    return index, encodings[index]

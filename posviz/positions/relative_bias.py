@@ -1,0 +1,134 @@
+"""Bucketed relative position bias: a learned scalar per head and offset bucket (T5, mT5, MPNet).
+
+Raffel et al., "Exploring the Limits of Transfer Learning with a Unified Text-to-Text
+Transformer" (JMLR 2020). The table and the bucket function are the model's own
+(``T5Attention._relative_position_bucket`` and ``relative_attention_bias``, MPNet's
+``relative_position_bucket``), so the bias shown equals the layer's ``compute_bias``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, ClassVar
+
+import numpy as np
+import torch
+from torch import nn
+
+from posviz.hooks import Patch, resolve
+from posviz.positions.base import PositionEncoding, PositionSpec, Signature
+
+#: Offsets of the Model page's bias-by-offset figure.
+SIGNATURE_OFFSETS = np.arange(-160, 161)
+
+
+def t5_buckets(attention: nn.Module) -> Callable[[torch.Tensor], torch.Tensor]:
+    """``T5Attention._relative_position_bucket`` bound to the layer's own settings."""
+    return lambda rel: attention._relative_position_bucket(
+        rel, bidirectional=not attention.is_decoder, num_buckets=attention.relative_attention_num_buckets,
+        max_distance=attention.relative_attention_max_distance)
+
+
+def mpnet_buckets(encoder: nn.Module) -> Callable[[torch.Tensor], torch.Tensor]:
+    """``MPNetEncoder.relative_position_bucket`` with the table's number of buckets."""
+    return lambda rel: encoder.relative_position_bucket(rel, num_buckets=encoder.relative_attention_bias.num_embeddings)
+
+
+@dataclass
+class RelativeBias(PositionEncoding):
+    """A learned scalar per head and relative-position bucket, added to the attention score.
+
+    The score of query m and key n gets ``B[bucket(n − m), h]``. Buckets are exact for small
+    offsets and logarithmic beyond, up to ``max_distance``.
+
+    Attributes
+    ----------
+    table : torch.Tensor
+        float32 [buckets, heads], the learned bias.
+    bucket_of : callable
+        ``bucket_of(relative) -> buckets`` on a LongTensor of ``key − query`` offsets.
+    causal : bool
+        Decoder buckets (one direction only).
+    """
+
+    table: torch.Tensor = None
+    bucket_of: Callable[[torch.Tensor], torch.Tensor] = None
+    causal: bool = False
+
+    scheme: ClassVar[str] = "relative_bias"
+    label: ClassVar[str] = "bucketed relative position bias"
+    formula: ClassVar[str] = r"\mathrm{score}_h(m, n) = q_m \cdot k_n + B\big[\mathrm{bucket}(n - m),\, h\big]"
+    has_bias: ClassVar[bool] = True
+
+    def buckets(self, offsets: np.ndarray) -> np.ndarray:
+        """The bucket of each ``key − query`` offset, int64, same shape as ``offsets``."""
+        rel = torch.as_tensor(np.asarray(offsets), dtype=torch.long, device=self.table.device)
+        return self.bucket_of(rel).cpu().numpy()
+
+    def by_offset(self, offsets: np.ndarray) -> np.ndarray:
+        """float32 [heads, len(offsets)]: the bias of each head at each ``key − query`` offset."""
+        return self.table[torch.as_tensor(self.buckets(offsets), device=self.table.device)].T.cpu().numpy()
+
+    def bias(self, positions: np.ndarray) -> np.ndarray:
+        positions = np.asarray(positions)
+        relative = positions[None, :] - positions[:, None]  # key - query
+        values = self.table[torch.as_tensor(self.buckets(relative), device=self.table.device)]  # [n, n, heads]
+        out = values.permute(2, 0, 1).cpu().numpy().astype(np.float32)
+        if self.causal:
+            out[:, relative > 0] = np.nan
+        return out
+
+    def describe(self) -> str:
+        direction = "one direction (decoder: keys up to the query)" if self.causal else "both directions"
+        return (f"Bucketed relative position bias (T5: Raffel et al., 2020): no position vector; each head "
+                f"adds a learned scalar B[bucket(n − m), h] to the score of query m and key n. "
+                f"{self.table.shape[0]} buckets over {direction}: offsets below a few positions get a bucket "
+                f"each, longer ones share logarithmic buckets. From `{self.source}`.")
+
+    def signature(self) -> Signature:
+        values = self.by_offset(SIGNATURE_OFFSETS)
+        return Signature(f"Relative bias by offset ({self.component or 'self-attention'})", "key − query offset",
+                         "bias", "bias", {f"head {h}": values[h] for h in range(values.shape[0])}, x=SIGNATURE_OFFSETS,
+                         x_name="offsets")
+
+
+@dataclass(frozen=True)
+class RelativeBiasSpec(PositionSpec):
+    """A bucketed relative bias held by one attention module (``relative_attention_bias`` below ``path``).
+
+    Attributes
+    ----------
+    path : str
+        The module that owns the table and the bucket function (T5's first self-attention of a
+        stack, reused by every layer; MPNet's encoder).
+    buckets : callable
+        ``buckets(module) -> bucket_of``: the family's bucket function bound to the module.
+    """
+
+    path: str
+    buckets: Callable[[nn.Module], Callable[[torch.Tensor], torch.Tensor]]
+
+    encoding: ClassVar[type[PositionEncoding]] = RelativeBias
+
+    @property
+    def table_path(self) -> str:
+        """Path of the bias table (an ``nn.Embedding`` [buckets, heads])."""
+        return f"{self.path}.relative_attention_bias"
+
+    def read(self, model: nn.Module, config, *, heads: int, max_tokens: int) -> RelativeBias | None:
+        module = resolve(model, self.path)
+        if module is None:
+            return None
+        table = module.relative_attention_bias.weight.detach().to(torch.float32)
+        return RelativeBias(self.table_path, max_tokens, heads=int(table.shape[1]), table=table,
+                            bucket_of=self.buckets(module), causal=bool(getattr(module, "is_decoder", False)),
+                            component=self.component)
+
+    def modules(self) -> tuple[str, ...]:
+        return (self.table_path,)
+
+    def removal(self, model: nn.Module) -> list[Patch]:
+        module = resolve(model, self.table_path)
+        if module is None:
+            return []
+        return [Patch(f"`{self.table_path}` output set to 0 (relative bias 0)", module, torch.zeros_like)]

@@ -1,0 +1,256 @@
+"""Views of a positional encoding: its signature, position similarity, "q against all", its vectors,
+the rotary kernel by band, and the projection of its vectors.
+
+Every view asks the encoding what it has (``has_vectors``, ``has_bias``, ``bands``,
+``signature()``); none compares scheme names.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from posviz.analysis.projection import project
+from posviz.analysis.similarity import PositionMatrix, position_matrix, row_profile, sample_positions
+from posviz.positions import PositionEncoding
+from posviz.views import figures
+from posviz.views.limits import MAX_POSITIONS, PROFILE_Q, max_positions
+from posviz.views.view import View
+
+
+def matrix(encoding: PositionEncoding, metric: str, first: int, last: int) -> PositionMatrix:
+    """The position-position matrix a view shows over rows ``first .. last``, within the views'
+    limits (:func:`posviz.views.limits.max_positions`; a stride beyond).
+
+    Raises
+    ------
+    TypeError
+        For an encoding with neither vectors nor a bias.
+    """
+    return position_matrix(encoding, first, last, metric, max_positions(encoding))
+
+
+def default_range(encoding: PositionEncoding) -> tuple[int, int]:
+    """The rows a position view shows by default: the first :data:`~posviz.views.limits.MAX_POSITIONS`."""
+    return 0, min(encoding.num_positions, MAX_POSITIONS) - 1
+
+
+def default_q(encoding: PositionEncoding) -> int:
+    """The default row of "q against all": :data:`~posviz.views.limits.PROFILE_Q` where it exists."""
+    return min(PROFILE_Q, encoding.num_positions - 1)
+
+
+def _range_title(m: PositionMatrix, label: str) -> str:
+    first, last = int(m.labels[0]), m.last + m.first_label
+    return f"{label}, {m.axis_label}s {first}–{last}{figures.stride_text(m.step)}"
+
+
+def _scaled(values: np.ndarray) -> np.ndarray:
+    """Divided by the largest absolute value; a stack of heads each by its own, so that a head with a
+    small ALiBi slope is as visible as one with a large slope."""
+    axes = tuple(range(1, values.ndim)) if values.ndim == 3 else None
+    return values / np.nanmax(np.abs(values), axis=axes, keepdims=values.ndim == 3)
+
+
+def position_similarity(m: PositionMatrix, *, normalize: bool = False, clip: bool = True,
+                        head: int | None = None) -> View:
+    """The position-position matrix as a heatmap, or a bias as one heatmap per head.
+
+    Parameters
+    ----------
+    m : PositionMatrix
+        From :func:`matrix`.
+    normalize : bool
+        Divide by the largest absolute value (each head by its own).
+    clip : bool
+        Colours span the 1st to 99th percentile (outliers such as BERT's position 0 otherwise take
+        the whole scale); hover shows the true values.
+    head : int or None
+        For a per-head bias: the head shown; None shows every head side by side.
+
+    Returns
+    -------
+    View
+        Arrays: ``similarity`` or ``bias`` (as shown), ``positions`` (the row labels).
+    """
+    title = _range_title(m, m.label)
+    values = m.values if head is None or not m.per_head else m.values[head]
+    values = _scaled(values) if normalize else values
+    arrays = {"bias" if m.per_head else "similarity": values, "positions": m.labels}
+    if values.ndim == 3:
+        title += " (rows = queries, columns = keys)"
+        fig = figures.small_multiples(values, [f"head {h}" for h in range(values.shape[0])], title,
+                                      names=("query", "key"))
+        return View(fig, title, arrays)
+    if normalize:
+        title += " (÷ max)"
+    names = ("query", "key") if m.per_head else (m.axis_label, m.axis_label)
+    fig = figures.position_heatmap(values, int(m.labels[0]), title, m.label + (" ÷ max" if normalize else ""),
+                                   clip=clip, step=m.step, names=names)
+    return View(fig, title, arrays)
+
+
+def q_profile(m: PositionMatrix, q: int, *, head: int | None = None) -> View:
+    """"Position q against all": row q of a position-position matrix over every row.
+
+    For vector schemes the row is divided by its maximum, ``r(j) = G[q, j] / max_j G[q, j]``
+    (the usual figure of position-embedding blog posts); a bias is shown as it is.
+
+    Parameters
+    ----------
+    m : PositionMatrix
+        Over every row of the encoding (``matrix(encoding, metric, 0, n - 1)``).
+    q : int
+        The row (0-based); with a stride, the nearest shown row is used.
+    head : int or None
+        The head of a per-head bias (0 where None).
+
+    Returns
+    -------
+    View
+        Arrays: ``profile``, ``positions``.
+    """
+    values = m.values[head or 0] if m.per_head else m.values
+    row = int(np.abs(m.positions - q).argmin())
+    q_label = int(m.labels[row])
+    relative = not m.per_head
+    profile = row_profile(values, row, normalize="max") if relative else values[row]
+    title = f"{m.label}, row q = {q_label}" + (" ÷ its max" if relative else "")
+    fig = figures.row_profile_figure(profile, q_label, title, m.label + (" ÷ max" if relative else ""), x=m.labels)
+    caption = ""
+    if relative:
+        every = f" (every {m.step}th)" if m.step > 1 else ""
+        caption = f"r(j) = G[q, j] / max_j G[q, j] with G = {m.label} over all {m.rows} {m.axis_label}s{every}."
+    return View(fig, title, {"profile": profile, "positions": m.labels}, caption)
+
+
+def vectors(encoding: PositionEncoding, first: int, last: int) -> View:
+    """The position vectors themselves, rows ``first .. last`` (a stride beyond the limit) × dimensions.
+
+    Returns
+    -------
+    View
+        Arrays: ``vectors`` [rows, width], ``positions``.
+    """
+    rows, step = sample_positions(first, last, MAX_POSITIONS)
+    values = encoding.vectors(rows).cpu().numpy()
+    axis = encoding.axis_label
+    title = f"{axis.capitalize()} vectors {first}–{last}{figures.stride_text(step)} × dimensions"
+    fig = figures.vector_heatmap(values, title, axis, first=first + encoding.first_label, step=step)
+    offset = getattr(encoding, "offset", 0)
+    caption = f"From `{encoding.source}`" + (f", rows {offset}… of the stored table (offset {offset})." if offset
+                                             else ".")
+    return View(fig, title, {"vectors": values, "positions": rows + encoding.first_label}, caption)
+
+
+def kernel_bands(encoding: PositionEncoding, span: int) -> View:
+    """The rotary kernel K(m, m + k) against the offset k, over all frequencies and per band.
+
+    Parameters
+    ----------
+    encoding : posviz.positions.RotaryEncoding
+        An encoding with ``bands``.
+    span : int
+        Offsets 0 .. span (a stride beyond :data:`~posviz.views.limits.MAX_POSITIONS`).
+
+    Returns
+    -------
+    View
+        Arrays: ``kernel`` [1 + bands, offsets] (all frequencies first), ``offsets``.
+    """
+    offsets, step = sample_positions(0, span, MAX_POSITIONS)
+    last = len(encoding.bands) - 1
+    names = [f"band {b + 1}" + (" (fastest)" if b == 0 else " (slowest)" if b == last else "")
+             for b in range(len(encoding.bands))]
+    series = {"all frequencies": encoding.kernel_by_offset(offsets),
+              **{name: encoding.kernel_by_offset(offsets, band) for name, band in zip(names, encoding.bands)}}
+    title = "K(m, m + k) against the offset k" + (f" (every {step}th)" if step > 1 else "")
+    fig = figures.line_figure(series, title, "offset k", "K", x=offsets)
+    return View(fig, title, {"kernel": np.stack(list(series.values())), "offsets": offsets},
+                "The kernel depends on the offset only. Fast pairs tell near positions apart and average out "
+                "beyond a few positions; slow pairs carry the long-range structure.")
+
+
+def signature(encoding: PositionEncoding) -> View | None:
+    """The figure that characterises a component at a glance (:meth:`PositionEncoding.signature`):
+    the length of each learned or sinusoidal position vector, the rotary frequencies, the ALiBi
+    slopes, the relative bias by offset. None where the encoding has none (no positions).
+
+    Returns
+    -------
+    View or None
+        Arrays: the values under the signature's ``name`` ([k], or [series, k]), and its x under
+        ``x_name`` where it has one.
+    """
+    found = encoding.signature()
+    if found is None:
+        return None
+    fig = figures.line_figure(found.series, found.title, found.xlabel, found.ylabel, x=found.x,
+                              markers=found.markers, log_y=found.log_y)
+    values = np.stack(list(found.series.values()))
+    arrays = {found.name: values[0] if len(values) == 1 else values}
+    if found.x is not None:
+        arrays[found.x_name] = found.x
+    return View(fig, found.title, arrays, found.caption)
+
+
+def parse_boundaries(text: str, num_positions: int) -> tuple[list[int], list[str]]:
+    """Range boundaries typed as comma-separated 0-based positions ("128", "64, 256").
+
+    Returns
+    -------
+    boundaries : list of int
+        The positions 1 .. num_positions - 1 among them, in the order typed.
+    ignored : list of str
+        The parts that are not such a position.
+    """
+    boundaries, ignored = [], []
+    for part in text.replace(";", ",").split(","):
+        part = part.strip()
+        if part.isdigit() and 0 < int(part) < num_positions:
+            boundaries.append(int(part))
+        elif part:
+            ignored.append(part)
+    return boundaries, ignored
+
+
+def default_boundaries(encoding: PositionEncoding) -> str:
+    """The default range boundaries of the projection: "128" (BERT's two pre-training phases) where
+    the encoding has more rows, else none."""
+    return str(PROFILE_Q) if encoding.num_positions > PROFILE_Q else ""
+
+
+def projection_coordinates(encoding: PositionEncoding, method: str, dims: int) -> tuple[np.ndarray, np.ndarray]:
+    """UMAP or PCA of the encoding's vectors (at most :data:`~posviz.views.limits.MAX_POSITIONS`,
+    every k-th beyond): (coords float32 [n, dims], positions int64 [n])."""
+    positions, _ = sample_positions(0, encoding.num_positions - 1, MAX_POSITIONS)
+    return project(encoding.vectors(positions), method, dims), positions
+
+
+def projection(coords: np.ndarray, positions: np.ndarray, vector_name: str, *, method: str,
+               boundaries: list[int], path: bool = False) -> View:
+    """Scatter of the projected vectors, coloured by position range, with the path p → p + 1 on request.
+
+    Parameters
+    ----------
+    coords, positions : np.ndarray
+        From :func:`projection_coordinates`.
+    vector_name : str
+        What the vectors are (``encoding.vector_name``).
+    method : {"umap", "pca"}
+    boundaries : list of int
+        Positions where a new colour starts.
+    path : bool
+
+    Returns
+    -------
+    View
+        Arrays: ``coords``, ``positions``.
+    """
+    step = int(positions[1] - positions[0]) if len(positions) > 1 else 1
+    title = f"{method.upper()} of {len(positions)} {vector_name}{figures.stride_text(step)}"
+    fig = figures.projection_figure(coords, boundaries, path, title, axis_name="UMAP" if method == "umap" else "PC",
+                                    positions=positions)
+    how = ("UMAP (umap-learn, 15 neighbours, seed 0) keeps neighbourhoods, not distances." if method == "umap"
+           else "PCA (scikit-learn): the directions of largest variance.")
+    return View(fig, title, {"coords": coords, "positions": positions},
+                "Each point is one position's vector; hover to see the position. " + how)

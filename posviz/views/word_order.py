@@ -1,0 +1,48 @@
+"""Views of the word-order comparison: the per-token difference of two orders, and their vectors."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from posviz.analysis.word_order import STAGES, WordOrderComparison
+from posviz.views import figures
+from posviz.views.view import View
+
+
+def difference_bars(kept: WordOrderComparison, removed: WordOrderComparison | None) -> View:
+    """‖permuted − original‖ per token at the last layer, with positions and (where they can be
+    removed) without, on a log scale.
+
+    Returns
+    -------
+    View
+        Arrays: each series [tokens] by name, ``tokens``.
+    """
+    series = {"with positions": kept.l2("output")}
+    if removed is not None:
+        series["without positions"] = removed.l2("output")
+    title = "‖permuted − original‖ per token, last layer (log scale)"
+    fig = figures.token_bars(series, kept.tokens, title, "L2 norm of the difference")
+    return View(fig, title, {**series, "tokens": np.array(kept.tokens)})
+
+
+def stage_vectors(shown: WordOrderComparison, stage: str) -> View:
+    """Both runs' vectors at one stage (tokens × dimensions) and their difference, on one colour scale.
+
+    Parameters
+    ----------
+    shown : WordOrderComparison
+    stage : {"input", "first", "output"}
+
+    Raises
+    ------
+    ValueError
+        For another stage.
+    """
+    original, permuted, _ = shown.stage(stage)
+    setting = "without positions" if shown.without_positions else "with positions"
+    title = f"{STAGES[stage]}, {setting} (tokens × dimensions)"
+    fig = figures.vector_heatmaps({"original order": original, "permuted, put back in the original order": permuted,
+                                   "difference": permuted - original}, title, shown.tokens)
+    return View(fig, title, {"original": original, "permuted_back": permuted, "difference": permuted - original,
+                             "tokens": np.array(shown.tokens)})
