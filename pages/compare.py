@@ -18,7 +18,7 @@ from posviz.views.limits import MAX_POSITIONS
 key, lm = current_model()
 
 st.title("Compare")
-component, encoding = choose_encoding(lm)
+encoding = choose_encoding(lm)
 require_vectors(encoding, lm, "its positions are a bias per head, not vectors to compare with a sinusoid")
 
 c1, c2, c3 = st.columns([2, 1, 2])
@@ -54,7 +54,7 @@ else:
 
 clip_state("range", 0, n - 1)
 first, last = st.slider("Positions (both)", 0, n - 1, (0, min(n, MAX_POSITIONS) - 1), **url("range"))
-mine = caches.position_matrix(key, component, metric, first, last)
+mine = caches.position_matrix(key, encoding.component, metric, first, last)
 if against == "sinusoid":
     theirs = caches.sinusoid_matrix(width, layout, metric, first, last)
 else:

@@ -20,7 +20,8 @@ VIEWS = [
     ("Positions 0–127 against 128–511", "pages/projection.py", {"boundaries": "128", "path": "true"},
      "UMAP of the 512 position vectors: the positions trained for 90 % of the steps sit apart from the rest."),
     ("Sinusoid vs learned", "pages/compare.py", {"against": "sinusoid"},
-     "The cosine similarity of the learned positions beside the fixed sinusoid of the same width, on one colour scale."),
+     "The cosine similarity of the learned positions beside the fixed sinusoid of the same width, on one colour "
+     "scale."),
     ("Position 128 against all", "pages/similarity.py", {"metric": "cosine", "q": "128"},
      "How similar position 128 is to every other position: learned tables are noisier than the sinusoid."),
     ("Same word, other position", "pages/input.py", {},

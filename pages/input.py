@@ -17,7 +17,8 @@ adds_positions = family.input_positions is not None
 st.markdown("What the first layer receives for each token: **"
             + " + ".join(["token"] + ["segment"] * bool(family.segment) + ["position"] * adds_positions)
             + "** embeddings" + (", summed" if family.segment or adds_positions else "")
-            + (", then the embedding LayerNorm." if family.layernorm else f" ({lm.model_type} has no embedding LayerNorm)."))
+            + (", then the embedding LayerNorm." if family.layernorm
+               else f" ({lm.model_type} has no embedding LayerNorm)."))
 require_weights(lm, "through the embedding layer")
 text, text_pair = sentence_inputs(lm)
 if not text.strip():

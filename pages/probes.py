@@ -43,7 +43,7 @@ regression = c3.radio("Regression (absolute probe)", REGRESSIONS, horizontal=Tru
                            "leave-one-out on each training split.")
 
 st.subheader("Position vectors beside the sinusoid and a random matrix")
-component, encoding = choose_encoding(lm)
+encoding = choose_encoding(lm)
 if not encoding.has_vectors:
     st.info(f"{lm.name} uses {lm.scheme_label}: no vector per position, so there is no table to probe. "
             "The layer probe below reads position from what the layers compute, for any scheme.",
@@ -51,8 +51,8 @@ if not encoding.has_vectors:
 else:
     names = views.source_names(lm.name, encoding, seed)
     with st.spinner(f"Probing {views.probed_positions(encoding)} positions of three matrices …"):
-        found = {source: (caches.absolute_probe(key, component, source, seed, regression),
-                          caches.relative_probe(key, component, source, seed, pairs))
+        found = {source: (caches.absolute_probe(key, encoding.component, source, seed, regression),
+                          caches.relative_probe(key, encoding.component, source, seed, pairs))
                  for source in views.SOURCES}
     st.dataframe(pd.DataFrame(views.probe_table(found, names, encoding, pairs)), hide_index=True, column_config={
         "absolute MAE (positions)": st.column_config.NumberColumn(format="%.2f"),

@@ -12,7 +12,7 @@ from posviz.views import positions
 key, lm = current_model()
 
 st.title("Projection of the position vectors")
-component, encoding = choose_encoding(lm)
+encoding = choose_encoding(lm)
 require_vectors(encoding, lm, "it has no vector per position to project, only a bias per head")
 
 n = encoding.num_positions
@@ -30,5 +30,5 @@ for part in ignored:
     st.warning(f"'{part}' is not a position between 1 and {n - 1}; it is ignored.", icon=":material/warning:")
 
 with st.spinner(f"Running {method.upper()} on {n} positions …"):
-    coords, rows = caches.projection(key, component, method, dims)
+    coords, rows = caches.projection(key, encoding.component, method, dims)
 show(positions.projection(coords, rows, encoding.vector_name, method=method, boundaries=boundaries, path=path))

@@ -36,7 +36,7 @@ st.markdown(
     "each score here is named for what it is and defined beside it. Chen, Varoquaux & Suchanek (*The Locality "
     "and Symmetry of Positional Encodings*, EMNLP Findings 2023) score attention matrices; their two scores "
     "are in the attention section, computed as their code does.")
-component, encoding = choose_encoding(lm)
+encoding = choose_encoding(lm)
 hidden = int(lm.config.get_text_config().hidden_size)
 
 # ---------------------------------------------------------------- from P·Pᵀ
@@ -61,7 +61,7 @@ else:
     count = c2.slider(f"{encoding.axis_label.capitalize()}s 0 … N − 1", 3, top, min(top, 512), **url("count"),
                       help=f"Consecutive rows only (offsets need them); at most {top}.")
     with st.spinner("Computing the properties …"):
-        mine = caches.model_properties(key, component, metric, count)
+        mine = caches.model_properties(key, encoding.component, metric, count)
         ref = caches.sinusoid_properties(width, metric, count)
     model_name = lm.name + (f" ({encoding.component})" if encoding.component else "")
     ref_name = f"sinusoid, width {width}"

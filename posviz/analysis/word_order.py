@@ -45,9 +45,9 @@ STAGES = {
 class WordOrderComparison:
     """A sentence and a permutation of its words, run through the model, token by token.
 
-    Every ``*_permuted`` array is put back in the original order (:func:`~posviz.analysis.permutations.unpermute`): row j is
-    what original token j became in the permuted run, so it lines up with row j of the
-    ``*_original`` array.
+    Every ``*_permuted`` array is put back in the original order
+    (:func:`~posviz.analysis.permutations.unpermute`): row j is what original token j became in the
+    permuted run, so it lines up with row j of the ``*_original`` array.
 
     Attributes
     ----------
@@ -178,9 +178,9 @@ def compare_orders(lm: LoadedModel, text: str, order: Sequence[int], without_pos
     """Run ``text`` and its words in ``order`` through the model and line the results up token by token.
 
     The permuted run gets the original run's inputs (token ids, segment ids, attention mask)
-    reordered by :func:`~posviz.analysis.permutations.token_permutation` (special tokens stay; a word's tokens move together),
-    so both runs hold the same tokens. Its vectors are then put back in the original order.
-    With ``without_positions`` both runs are made with the family's position removal patched in
+    reordered by :func:`~posviz.analysis.permutations.token_permutation` (special tokens stay; a
+    word's tokens move together), so both runs hold the same tokens. Its vectors are then put back
+    in the original order. With ``without_positions`` both runs are made with the family's position removal patched in
     (:meth:`posviz.families.Family.removal`, through :func:`posviz.hooks.hooked`).
 
     A bidirectional model (BERT, the encoder of T5 or BART …) is then permutation-equivariant:

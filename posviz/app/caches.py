@@ -49,13 +49,13 @@ def loaded_model(key: ModelKey, progress: Callable[[str], None] | None = None) -
     return model_store().get(key, progress)
 
 
-def encoding(key: ModelKey, component: int) -> PositionEncoding:
-    """Positional component ``component`` of the model (read once, with the model)."""
-    return loaded_model(key).encodings[component]
+def encoding(key: ModelKey, component: str) -> PositionEncoding:
+    """The model's positional component of that name (:meth:`posviz.LoadedModel.encoding`)."""
+    return loaded_model(key).encoding(component)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
-def position_matrix(key: ModelKey, component: int, metric: str, first: int, last: int) -> PositionMatrix:
+def position_matrix(key: ModelKey, component: str, metric: str, first: int, last: int) -> PositionMatrix:
     """:func:`posviz.views.positions.matrix` of a component over rows ``first .. last``."""
     return positions.matrix(encoding(key, component), metric, first, last)
 
@@ -67,7 +67,7 @@ def sinusoid_matrix(width: int, layout: str, metric: str, first: int, last: int)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def projection(key: ModelKey, component: int, method: str, dims: int) -> tuple[np.ndarray, np.ndarray]:
+def projection(key: ModelKey, component: str, method: str, dims: int) -> tuple[np.ndarray, np.ndarray]:
     """:func:`posviz.views.positions.projection_coordinates` of a component: (coords, positions)."""
     warm_up().wait()
     return positions.projection_coordinates(encoding(key, component), method, dims)
@@ -98,14 +98,15 @@ def previous_token_head(text: str) -> tuple[int, int, float]:
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
-def absolute_probe(key: ModelKey, component: int, source: str, seed: int, regression: str) -> ProbeResult:
-    """:func:`posviz.analysis.probes.absolute_position_probe` of one probed matrix (:data:`posviz.views.probes.SOURCES`)."""
+def absolute_probe(key: ModelKey, component: str, source: str, seed: int, regression: str) -> ProbeResult:
+    """:func:`posviz.analysis.probes.absolute_position_probe` of one probed matrix
+    (:data:`posviz.views.probes.SOURCES`)."""
     return absolute_position_probe(probes.probe_matrix(encoding(key, component), source, seed), seed=seed,
                                    regression=regression)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
-def relative_probe(key: ModelKey, component: int, source: str, seed: int, pairs: int) -> ProbeResult:
+def relative_probe(key: ModelKey, component: str, source: str, seed: int, pairs: int) -> ProbeResult:
     """:func:`posviz.analysis.probes.relative_order_probe` of one probed matrix."""
     return relative_order_probe(probes.probe_matrix(encoding(key, component), source, seed), pairs=pairs, seed=seed)
 
@@ -118,7 +119,7 @@ def layer_probe(key: ModelKey, text: str, seed: int, regression: str) -> LayerPr
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def model_properties(key: ModelKey, component: int, metric: str, count: int) -> PositionProperties:
+def model_properties(key: ModelKey, component: str, metric: str, count: int) -> PositionProperties:
     """:func:`posviz.analysis.properties.position_properties` of a component's matrix over rows 0 … count − 1."""
     return position_properties(position_matrix(key, component, metric, 0, count - 1).values)
 

@@ -42,7 +42,8 @@ def _pickers(hosted: bool) -> ModelKey:
         help="Pick a preset, or type any Hugging Face Hub id (org/name)"
              + ("" if hosted else " or local folder") + " and press Enter. Models other than the bundled "
              "one need a network the first time.")
-    st.text_input("Revision", **url("revision"), placeholder="default branch", help="Branch, tag or commit of a Hub model.")
+    st.text_input("Revision", **url("revision"), placeholder="default branch",
+                  help="Branch, tag or commit of a Hub model.")
     st.selectbox("Device", _devices(), **url("device"), help="auto: cuda, then mps, then cpu.")
     st.toggle("Positions only (no weights)", **url("positions_only"),
               help="Read only config.json and the positional tensors (byte ranges of the safetensors checkpoint): "

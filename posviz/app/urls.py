@@ -48,8 +48,9 @@ PARAMS: dict[str, Param] = {p.name: p for p in (
     Param("device", "auto | cpu | cuda | mps", EVERY_PAGE, "auto", "where the model runs"),
     Param("positions_only", "true or false", EVERY_PAGE, "false", "read the positional tensors only, not the weights"),
     Param("present", "true or false", EVERY_PAGE, "false", "presentation mode: large fonts for a projector"),
-    Param("component", "integer", _POSITION_PAGES, "0",
-          "which positional component, where a model has several (MPNet, T5)"),
+    Param("component", "text", _POSITION_PAGES, "the first",
+          "the positional component shown, by name, where a model has several (MPNet: absolute table, relative bias; "
+          "T5: encoder, decoder)"),
     Param("metric", "dot | cosine", ("similarity", "compare", "properties"), "dot (cosine on Compare)",
           "similarity of position vectors: dot product (the rotary kernel) or cosine"),
     Param("range", "two integers", ("similarity", "compare"), "the first 2 048 positions",

@@ -65,9 +65,9 @@ def sentence_inputs(lm: LoadedModel) -> tuple[str, str | None]:
     left, right = st.columns(2)
     segments = lm.family.segment is not None
     text = text_field(left, "Sentence (segment A)" if segments else "Sentence", "text", value=DEFAULT_TEXT)
-    text_pair = text_field(
-        right, "Second sentence (segment B, optional)" if segments else "Second sentence (optional, joined by the tokenizer)",
-        "text_pair", value=DEFAULT_TEXT_PAIR)
+    pair_label = ("Second sentence (segment B, optional)" if segments
+                  else "Second sentence (optional, joined by the tokenizer)")
+    text_pair = text_field(right, pair_label, "text_pair", value=DEFAULT_TEXT_PAIR)
     return text, (text_pair or None)
 
 
@@ -81,13 +81,12 @@ def index_slider(column, label: str, count: int, name: str) -> int:
     return column.slider(label, 0, count - 1, 0, **url(name))
 
 
-def choose_encoding(lm: LoadedModel) -> tuple[int, PositionEncoding]:
-    """The positional component to show: a radio (``component``) where the model has several
-    (MPNet's table and relative bias, T5's encoder and decoder bias)."""
-    encodings = lm.encodings
-    index = 0
-    if len(encodings) > 1:
-        clip_state("component", 0, len(encodings) - 1)
-        index = st.radio("Component", range(len(encodings)), horizontal=True, **url("component"),
-                         format_func=lambda i: encodings[i].component)
-    return index, encodings[index]
+def choose_encoding(lm: LoadedModel) -> PositionEncoding:
+    """The positional component to show: a radio of their names (``component``) where the model has
+    several (MPNet's absolute table and relative bias, T5's encoder and decoder bias)."""
+    names = [encoding.component for encoding in lm.encodings]
+    if len(names) == 1:
+        return lm.encodings[0]
+    if st.session_state.get("component") not in names:  # kept from another model, or a wrong URL
+        st.session_state["component"] = names[0]
+    return lm.encoding(st.radio("Component", names, horizontal=True, **url("component")))

@@ -8,7 +8,7 @@ BART; see ``docs/references.md``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, ClassVar
 
 import numpy as np
@@ -45,7 +45,7 @@ class PositionEmbeddings(PositionEncoding):
         What to look for in this family's table (the family table's words), or empty.
     """
 
-    tensor: torch.Tensor = None
+    tensor: torch.Tensor = field(default=None, repr=False)
     offset: int = 0
     note: str = ""
 

@@ -8,7 +8,7 @@ Transformer" (JMLR 2020). The table and the bucket function are the model's own
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, ClassVar
 
 import numpy as np
@@ -51,8 +51,8 @@ class RelativeBias(PositionEncoding):
         Decoder buckets (one direction only).
     """
 
-    table: torch.Tensor = None
-    bucket_of: Callable[[torch.Tensor], torch.Tensor] = None
+    table: torch.Tensor = field(default=None, repr=False)
+    bucket_of: Callable[[torch.Tensor], torch.Tensor] = field(default=None, repr=False)
     causal: bool = False
 
     scheme: ClassVar[str] = "relative_bias"

@@ -5,7 +5,7 @@ He et al., "DeBERTa: Decoding-enhanced BERT with Disentangled Attention" (ICLR 2
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 import numpy as np
@@ -31,7 +31,7 @@ class RelativeEmbeddings(PositionEncoding):
         float32 [2·span, hidden], from the encoder's own ``get_rel_embedding()``.
     """
 
-    tensor: torch.Tensor = None
+    tensor: torch.Tensor = field(default=None, repr=False)
 
     scheme: ClassVar[str] = "relative_embeddings"
     label: ClassVar[str] = "relative position embeddings (DeBERTa)"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, ClassVar
 
 import numpy as np
@@ -43,7 +43,7 @@ class RotaryEncoding(PositionEncoding):
         The module's ``rope_type`` (``"default"``, ``"linear"``, ``"llama3"``, ``"yarn"`` …).
     """
 
-    module: nn.Module = None
+    module: nn.Module = field(default=None, repr=False)
     style: str = "rotate_half"
     head_dim: int = 0
     theta: float | None = None
@@ -113,7 +113,8 @@ class RotaryEncoding(PositionEncoding):
     def describe(self) -> str:
         base = f"base b = {self.theta:g}" if self.theta else "the module's own frequencies"
         partial = (f"the first {self.rotary_dim} of {self.head_dim} dimensions per head"
-                   if self.head_dim and self.rotary_dim < self.head_dim else f"all {self.rotary_dim} dimensions per head")
+                   if self.head_dim and self.rotary_dim < self.head_dim
+                   else f"all {self.rotary_dim} dimensions per head")
         return (f"Rotary position embedding (Su et al., RoFormer, 2021): no vector is added to the input; "
                 f"queries and keys of every layer are rotated by p·θ_i in pairs {_PAIRS[self.style]}, over {partial}; "
                 f"{base}, scaling '{self.rope_type}'. The score of query m and key n then depends on m − n only "

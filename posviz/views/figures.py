@@ -284,7 +284,8 @@ def token_heatmap(matrix: np.ndarray, tokens: list[str], title: str, colorbar: s
     labelled = len(tokens) <= MAX_LABELS and len(cols) <= MAX_LABELS
     fig = _figure(title, height=max(420, min(900, 20 * len(tokens) + 200)))
     fig.add_trace(go.Heatmap(
-        z=_f32(matrix), x=cols_idx, y=rows_idx, zmin=zmin, zmax=zmax, colorscale=SEQUENTIAL, colorbar=dict(title=colorbar),
+        z=_f32(matrix), x=cols_idx, y=rows_idx, zmin=zmin, zmax=zmax, colorscale=SEQUENTIAL,
+        colorbar=dict(title=colorbar),
         customdata=np.array([[(a, b) for b in cols] for a in tokens], dtype=object) if labelled else None,
         hovertemplate=(f"{row_title} %{{y}} %{{customdata[0]}} · {col_title} %{{x}} %{{customdata[1]}}" if labelled
                        else f"{row_title} %{{y}} · {col_title} %{{x}}") + "<br>%{z:.4f}<extra></extra>",
@@ -407,7 +408,8 @@ def vector_heatmaps(panels: dict[str, np.ndarray], title: str, row_labels: list[
     if len(row_labels) <= MAX_LABELS:
         fig.update_yaxes(tickvals=rows, ticktext=list(row_labels), row=1, col=1)
     fig.update_layout(title=title + "<br><sup>one colour scale, clipped to the 99.5th percentile of |value|</sup>",
-                      height=max(420, min(760, 22 * len(rows) + 220)), **dict(_LAYOUT, margin=dict(l=70, r=30, t=120, b=60)),
+                      height=max(420, min(760, 22 * len(rows) + 220)),
+                      **dict(_LAYOUT, margin=dict(l=70, r=30, t=120, b=60)),
                       coloraxis=dict(colorscale=DIVERGING, cmin=-limit, cmax=limit,
                                      colorbar=dict(title="value")))
     return fig
@@ -419,7 +421,8 @@ def probe_predictions_figure(series: dict[str, np.ndarray], title: str, margin: 
     Parameters
     ----------
     series : dict of str to np.ndarray
-        Name, with its score in a last parenthesis ("… (MAE 0.00)") -> float [n] held-out predictions, index p = true position p.
+        Name, with its score in a last parenthesis ("… (MAE 0.00)") -> float [n] held-out
+        predictions, index p = true position p.
     margin : float
         The y axis shows ``-margin·n .. (1 + margin)·n``; predictions outside are off the chart
         (their count is in the subtitle, and the axis can be zoomed out); hover shows true values.
