@@ -68,9 +68,10 @@ class Family:
         return any(spec.positional for spec in self.positions)
 
     @property
-    def input_positions(self) -> PositionSpec | None:
-        """The component that adds a vector to the token embeddings at the input, or None."""
-        return next((spec for spec in self.positions if spec.adds_to_input), None)
+    def input_positions(self) -> str | None:
+        """Path of the module whose position vectors the model adds to its token embeddings at the
+        input (:attr:`PositionSpec.input_path`); None where position acts inside attention only."""
+        return next((spec.input_path for spec in self.positions if spec.input_path), None)
 
     def read(self, model: nn.Module, config, *, heads: int, max_tokens: int) -> list[PositionEncoding]:
         """Every positional component's encoding (:meth:`PositionSpec.read`); ``[NoPositions]``

@@ -84,9 +84,8 @@ def record_parts(lm: LoadedModel, model_inputs: dict[str, torch.Tensor], patches
         The forward's output.
     """
     family = lm.family
-    table = family.input_positions
     paths = {"token": next((p for p in family.token if resolve(lm.model, p) is not None), None),
-             "segment": family.segment, "position": table.path if table else None, "normalized": family.layernorm}
+             "segment": family.segment, "position": family.input_positions, "normalized": family.layernorm}
     modules = {key: module for key, path in paths.items() if path and (module := resolve(lm.model, path)) is not None}
     with hooked(modules, patches) as captured, torch.no_grad():
         output = lm.forward_module(**model_inputs, **forward_kwargs)

@@ -181,8 +181,6 @@ class PositionSpec(ABC):
     encoding: ClassVar[type[PositionEncoding]]
     #: Whether the model knows where a token stands through this component (False: no encoding).
     positional: ClassVar[bool] = True
-    #: Whether the scheme adds a vector to the token embeddings at the input.
-    adds_to_input: ClassVar[bool] = False
     #: Whether the family's own ``_init_weights`` computes the values of :meth:`modules` (a fixed
     #: sinusoid), so that a checkpoint may lack them.
     computed: ClassVar[bool] = False
@@ -216,6 +214,12 @@ class PositionSpec(ABC):
         PositionEncoding or None
             None where the module is missing in this model (an optional part).
         """
+
+    @property
+    def input_path(self) -> str | None:
+        """Path of the module whose output the model adds to the token embeddings at the input (a
+        position table); None for schemes that act inside attention."""
+        return None
 
     def modules(self) -> tuple[str, ...]:
         """Paths of the modules a positions-only load must give real tensors (none by default:

@@ -107,7 +107,10 @@ class LearnedTableSpec(PositionSpec):
     note: str = ""
 
     encoding: ClassVar[type[PositionEncoding]] = PositionEmbeddings
-    adds_to_input: ClassVar[bool] = True
+
+    @property
+    def input_path(self) -> str:
+        return self.path
 
     def _table(self, model: nn.Module) -> tuple[torch.Tensor, int] | None:
         """The stored table and its offset: ``table[offset + p]`` ([rows, width]) is added at position p."""
