@@ -261,7 +261,7 @@ def test_t5_component_radio_switches_encoder_decoder(path_of, encodings_of):
     assert (encoder.component, decoder.component) == ("encoder", "decoder")
     at = open_scheme(path_of("t5"), "similarity", range=(0, 95))
     radio = at.radio(key="component")
-    assert radio.value == 0 and radio.options == ["encoder", "decoder"]
+    assert radio.value == "encoder" and radio.options == ["encoder", "decoder"]
     positions = np.arange(96)
     (fig,) = figures(at)
     for h, trace in enumerate(fig["data"]):
@@ -270,7 +270,7 @@ def test_t5_component_radio_switches_encoder_decoder(path_of, encodings_of):
         assert_same(z, encoder.bias(positions)[h], rtol=1e-6, atol=1e-6)
     assert_explained(at, encoder)
 
-    radio.set_value(1).run()
+    radio.set_value("decoder").run()
     assert_clean(at, "similarity")
     (fig,) = figures(at)
     upper = np.triu(np.ones((96, 96), dtype=bool), k=1)

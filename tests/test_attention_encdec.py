@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from transformers import AutoModel, AutoTokenizer, T5Config
+from transformers import AutoModel, AutoTokenizer
 from transformers.models.bart.modeling_bart import shift_tokens_right
 
 import posviz

@@ -10,7 +10,6 @@ the positional-schemes reference (section 3).
 
 from __future__ import annotations
 
-import math
 import re
 
 import numpy as np
