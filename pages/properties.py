@@ -67,9 +67,9 @@ else:
     ref_name = f"sinusoid, width {width}"
     names = (model_name, ref_name)
     phi = encoding.metric_label(metric)
+    meaning = f", {encoding.width_meaning}" if encoding.width_meaning else ""
     st.caption(f"φ = {phi} over {encoding.axis_label}s 0 … {count - 1}, beside the interleaved sinusoid of the same "
-               f"width ({width}, {encoding.width_meaning}) over the same positions, the reference: its φ depends "
-               "on the offset only.")
+               f"width ({width}{meaning}) over the same positions, the reference: its φ depends on the offset only.")
 
     def scores(label: str, mine_value: float, ref_value: float) -> None:
         left, right, _ = st.columns([1, 1, 2])

@@ -36,6 +36,14 @@ def _fail(message: str) -> int:
 
 
 def export_command(args: argparse.Namespace) -> int:
+    """``python -m posviz export``: load the model, write the standard set (:mod:`posviz.standard_set`).
+
+    Returns
+    -------
+    int
+        0 on success; 2 with a one-line message on stderr for an empty sentence, no browser for
+        images, a model that cannot be loaded, an unusable device, or a failed write.
+    """
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     from tqdm import tqdm
 
@@ -81,6 +89,7 @@ def export_command(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Parse ``argv`` (default: ``sys.argv[1:]``) and run the command; returns the exit code."""
     args = _parser().parse_args(argv)
     if args.command == "export":
         return export_command(args)

@@ -111,7 +111,7 @@ class PositionEncoding(ABC):
     #: Radio labels of :data:`METRICS` for vector schemes; empty for bias schemes.
     metric_names: ClassVar[dict[str, str]] = {}
     #: What the matched sinusoid's width is, in words (:attr:`reference_width`).
-    width_meaning: ClassVar[str] = "the same width"
+    width_meaning: ClassVar[str] = ""
     #: What the matched sinusoid has to do with this scheme, with ``{width}`` for its width; or empty.
     reference_note: ClassVar[str] = ""
 
