@@ -1,4 +1,4 @@
-"""``python -m bench``: the same as ``python bench/run.py``."""
+"""``python -m bench`` (from the repository root): see bench/run.py."""
 
 import sys
 

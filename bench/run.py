@@ -3,7 +3,7 @@
 Run from the repository root::
 
     python -m bench [--repeat 3] [--json bench/results.json] [--only browser,hub,library]
-    python bench/run.py     (the same)
+    python bench/run.py     (the same: it runs python -m bench)
 
 Everything runs offline on the bundled all-MiniLM-L6-v2 (BERT, 512 positions x 384, 6 layers x 12
 heads). Each case runs ``--repeat`` times (servers, processes and browser visits included) and
@@ -54,8 +54,8 @@ import tempfile
 import time
 from pathlib import Path
 
-if __package__ in (None, ""):  # python bench/run.py
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+if __package__ in (None, ""):  # python bench/run.py: becomes python -m bench (both from the repository root)
+    os.execv(sys.executable, [sys.executable, "-m", "bench", *sys.argv[1:]])
 
 # Quiet progress bars and chatter, here and in the children (they inherit os.environ).
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")

@@ -4,7 +4,7 @@ Each test opens ``app.py`` (which draws the shared sidebar and runs the page thr
 ``st.navigation``), switches to one page, moves its widgets and checks the numbers in the Plotly
 figures the page sends (``chart.proto.spec`` is the figure JSON) against posviz computed here.
 
-AppTest is made to behave like the browser by the shims of tests/apptest_support.py.
+AppTest is made to behave like the browser by the shims of tests/support/apptest.py.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import posviz
-from apptest_support import apptest_like_browser  # noqa: F401  the autouse AppTest shims
-from apptest_support import TITLES, arr, assert_clean, figures, open_page
 from posviz.app.widgets import DEFAULT_TEXT, DEFAULT_TEXT_PAIR
+from tests.support.apptest import apptest_like_browser  # noqa: F401  the autouse AppTest shims
+from tests.support.apptest import TITLES, arr, assert_clean, figures, open_page
 
 DEFAULT_TOKENS = ["[CLS]", "the", "cat", "chased", "the", "dog", "[SEP]",
                   "the", "dog", "chased", "the", "cat", "[SEP]"]

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 import posviz
-from apptest_support import apptest_like_browser, arr, assert_clean, figures, open_page  # noqa: F401
+from tests.support.apptest import apptest_like_browser  # noqa: F401  the autouse AppTest shims
+from tests.support.apptest import arr, assert_clean, figures, open_page
 
 
 def heatmap_z(fig: dict) -> np.ndarray:

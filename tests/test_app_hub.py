@@ -1,6 +1,6 @@
 """The app with Hub-scale models: positions only, the size guard, hosted mode and the model cache.
 
-AppTest runs the app (tests/apptest_support.py); models come from local folders, and in one test
+AppTest runs the app (tests/support/apptest.py); models come from local folders, and in one test
 from the session's local Hub on 127.0.0.1.
 """
 
@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 import posviz
-from apptest_support import apptest_like_browser  # noqa: F401  the autouse AppTest shims
-from apptest_support import arr, assert_clean, figures, open_page
-from conftest import bundled_path
 from posviz import store as model_store
 from posviz.app import caches
+from tests.support.apptest import apptest_like_browser  # noqa: F401  the autouse AppTest shims
+from tests.support.apptest import arr, assert_clean, figures, open_page
+from tests.support.tiny_models import bundled_path
 
 
 @pytest.fixture(autouse=True)

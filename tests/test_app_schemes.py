@@ -20,13 +20,13 @@ from transformers import AutoModel, AutoTokenizer, LlamaConfig
 
 import posviz
 import posviz.views.figures
-from apptest_support import apptest_like_browser  # noqa: F401  the autouse AppTest shims
-from apptest_support import TITLES, arr, assert_clean, figures, open_page
-from conftest import VOCAB, bundled_path
 from posviz.analysis.similarity import block_mean
 from posviz.app.widgets import DEFAULT_TEXT, DEFAULT_TEXT_PAIR
-from posviz.views.limits import MAX_POSITIONS
 from posviz.hooks import resolve
+from posviz.views.limits import MAX_POSITIONS
+from tests.support.apptest import apptest_like_browser  # noqa: F401  the autouse AppTest shims
+from tests.support.apptest import TITLES, arr, assert_clean, figures, open_page
+from tests.support.tiny_models import VOCAB, bundled_path
 
 FAMILIES = {"llama": "rotary", "gptj": "rotary", "bloom": "alibi", "t5": "relative_bias", "marian": "sinusoidal"}
 ROTARY = ["llama", "gptj"]

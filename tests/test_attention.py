@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import posviz
-from conftest import ALL, FAMILIES, LONG_TEXT, PAIR, SENTENCE, encode, own_attention
+from tests.support.reference import encode, own_attention
+from tests.support.tiny_models import ALL, FAMILIES, LONG_TEXT, PAIR, SENTENCE
 
 ATOL = 1e-5
 

@@ -12,14 +12,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from transformers import AutoModel, AutoTokenizer
 from transformers.models.bart.modeling_bart import shift_tokens_right
 
 import posviz
-from conftest import LONG_TEXT, PAIR, SENTENCE, _randomize_small_params, _t5, bundled_path, encode
-from posviz.app.widgets import DEFAULT_TEXT, DEFAULT_TEXT_PAIR
 from posviz.analysis.attention import without_tokens
-from apptest_support import apptest_like_browser, arr, assert_clean, figures, open_page  # noqa: F401  (autouse shims)
+from posviz.app.widgets import DEFAULT_TEXT, DEFAULT_TEXT_PAIR
+from tests.support.apptest import apptest_like_browser  # noqa: F401  the autouse AppTest shims
+from tests.support.apptest import arr, assert_clean, figures, open_page
+from tests.support.reference import encode, stacked
+from tests.support.tiny_models import LONG_TEXT, PAIR, SENTENCE, build_tiny, tiny_config
 
 ATOL = 1e-5
 TARGET = "Der schnelle braune Fuchs springt."
@@ -38,13 +39,8 @@ def own_stacks(model, batch, decoder_input_ids=None) -> dict[str, np.ndarray]:
     kw = {} if decoder_input_ids is None else {"decoder_input_ids": decoder_input_ids}
     with torch.no_grad():
         out = model(**batch, **kw, output_attentions=True, use_cache=False)
-
-    def stack(atts):
-        assert atts is not None and len(atts) > 0 and all(a is not None for a in atts)
-        return torch.stack([a[0] for a in atts]).float().numpy()
-
-    return {"encoder": stack(out.encoder_attentions), "decoder": stack(out.decoder_attentions),
-            "cross": stack(out.cross_attentions)}
+    return {"encoder": stacked(out.encoder_attentions), "decoder": stacked(out.decoder_attentions),
+            "cross": stacked(out.cross_attentions)}
 
 
 def assert_rows_sum_to_one(p: np.ndarray) -> None:
@@ -198,14 +194,9 @@ def test_without_tokens_rectangular():
 def deep_decoder_t5(tmp_path_factory):
     """A tiny T5 whose decoder has 3 layers (the encoder 2), with the bundled BERT tokenizer."""
     folder = tmp_path_factory.mktemp("tiny-t5-deep-decoder")
-    config = _t5()
+    config = tiny_config("t5")
     config.num_decoder_layers = 3
-    torch.manual_seed(0)
-    model = AutoModel.from_config(config)
-    _randomize_small_params(model, torch.Generator().manual_seed(1))
-    model.eval().save_pretrained(folder)
-    AutoTokenizer.from_pretrained(bundled_path(), model_input_names=["input_ids", "attention_mask"]).save_pretrained(folder)
-    return str(folder)
+    return str(build_tiny("t5", folder, config=config))
 
 
 def _heatmaps(at):

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from browser_support import CHROMIUM_ARGS, ROOT, chromium, log_tail, running_app
+from tests.support.browser import CHROMIUM_ARGS, ROOT, chromium, log_tail, running_app
 
 pytestmark = pytest.mark.browser
 

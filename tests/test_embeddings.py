@@ -7,7 +7,8 @@ import pytest
 import torch
 
 import posviz
-from conftest import FAMILIES, LEARNED, LONG_TEXT, PAIR, SENTENCE, Capture, encode, run_model
+from tests.support.reference import Capture, encode, run_model
+from tests.support.tiny_models import FAMILIES, LEARNED, LONG_TEXT, PAIR, SENTENCE
 
 ATOL = 1e-5
 

@@ -26,11 +26,11 @@ from streamlit.runtime.media_file_manager import MediaFileManager
 from streamlit.testing.v1 import app_test as app_test_module
 
 import posviz
-from apptest_support import ROOT, apptest_like_browser  # noqa: F401  the autouse AppTest shims
-from apptest_support import arr, assert_clean, figures, open_page
 from posviz import export
 from posviz.standard_set import Export, standard_set
 from posviz.views.view import slug
+from tests.support.apptest import apptest_like_browser  # noqa: F401  the autouse AppTest shims
+from tests.support.apptest import ROOT, arr, assert_clean, figures, open_page
 
 SENTENCE = "The cat chased the dog"
 TOKENS = ["[CLS]", "the", "cat", "chased", "the", "dog", "[SEP]"]

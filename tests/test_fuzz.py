@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 
 import posviz
 from posviz.tokenization import encode, longest_first
-from conftest import LONG_TEXT, PAIR, SENTENCE, build_tiny
+from tests.support.tiny_models import LONG_TEXT, PAIR, SENTENCE, build_tiny
 
 # ------------------------------------------------------------------ models
 

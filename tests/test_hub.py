@@ -17,7 +17,7 @@ from transformers import AutoModel
 
 import posviz
 from posviz import hub, settings
-from conftest import ALL, SCHEME_FAMILIES, build_tiny, bundled_path
+from tests.support.tiny_models import ALL, SCHEME_FAMILIES, build_tiny, bundled_path
 
 
 def _header(path) -> tuple[dict, int]:

@@ -18,8 +18,8 @@ import psutil
 import pytest
 
 import posviz
-from conftest import bundled_path
-from browser_support import CHROMIUM_ARGS, ROOT, chromium, log_tail, running_app
+from tests.support.browser import CHROMIUM_ARGS, ROOT, chromium, log_tail, running_app
+from tests.support.tiny_models import bundled_path
 
 pytestmark = pytest.mark.browser
 

@@ -8,7 +8,7 @@ import torch
 from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
 
 import posviz
-from conftest import ALL, FAMILIES, bundled_path, build_tiny
+from tests.support.tiny_models import ALL, FAMILIES, build_tiny, bundled_path
 
 _MODEL_TYPE = {"opt-proj": "opt"}
 _HEADS = {"xlm-roberta": 2}

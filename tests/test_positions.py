@@ -11,20 +11,15 @@ import re
 import numpy as np
 import pytest
 import torch
-from transformers import AutoModel, BertConfig
+from transformers import AutoModel, AutoTokenizer, BertConfig
 
 import posviz
-from conftest import FAMILIES, LEARNED, NOT_LEARNED, Capture, run_model
-
-
-def _ids(n: int, seed: int = 0) -> torch.Tensor:
-    # ids in [1000, 20000): never a pad/bos/eos/special id of any family here (pad 0 or 1)
-    g = torch.Generator().manual_seed(seed)
-    return torch.randint(1000, 20000, (1, n), generator=g)
+from tests.support.reference import Capture, random_ids, run_model
+from tests.support.tiny_models import FAMILIES, LEARNED, NOT_LEARNED, bundled_path
 
 
 def _hooked_positions(model, spec, n: int) -> np.ndarray:
-    ids = _ids(n)
+    ids = random_ids(n)
     batch = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
     with Capture(model) as cap:
         cap.output_of(spec.position_module)
@@ -106,8 +101,6 @@ def test_bf16_checkpoint_gives_float32(tmp_path):
         vocab_size=30522, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
         intermediate_size=64, max_position_embeddings=40))
     model.to(torch.bfloat16).save_pretrained(tmp_path)
-    from transformers import AutoTokenizer
-    from conftest import bundled_path
     AutoTokenizer.from_pretrained(bundled_path()).save_pretrained(tmp_path)
     saved = model.embeddings.position_embeddings.weight.detach().float().numpy()
 

@@ -14,9 +14,9 @@ import pytest
 import torch
 
 import posviz
-from apptest_support import apptest_like_browser  # noqa: F401  the autouse AppTest shims
-from apptest_support import arr, assert_clean, figures, open_page
 from posviz.analysis import layer_probe, probes
+from tests.support.apptest import apptest_like_browser  # noqa: F401  the autouse AppTest shims
+from tests.support.apptest import arr, assert_clean, figures, open_page
 
 #: Tolerance on the mean error rate of the relative probe over seeds 0..4 on the sinusoid:
 #: the reference says "about 0.05"; 512 pairs give a standard error of about 0.01 per seed.

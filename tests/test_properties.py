@@ -13,11 +13,11 @@ import torch
 from sklearn.preprocessing import MinMaxScaler
 
 import posviz
-from apptest_support import apptest_like_browser  # noqa: F401  the autouse AppTest shims
-from apptest_support import arr, assert_clean, figures, open_page
 from posviz.analysis import identical_words as iw
 from posviz.analysis import locality as loc
 from posviz.analysis import properties as pr
+from tests.support.apptest import apptest_like_browser  # noqa: F401  the autouse AppTest shims
+from tests.support.apptest import arr, assert_clean, figures, open_page
 
 
 def sinusoid_gram(n: int, d: int, layout: str = "interleaved") -> np.ndarray:

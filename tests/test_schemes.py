@@ -17,13 +17,8 @@ import pytest
 import torch
 
 import posviz
-from conftest import SCHEME_FAMILIES, Capture, run_model
-
-
-def _ids(n: int, seed: int = 0) -> torch.Tensor:
-    # ids in [1000, 20000): never a pad / bos / eos / special id of any family here
-    g = torch.Generator().manual_seed(seed)
-    return torch.randint(1000, 20000, (1, n), generator=g)
+from tests.support.reference import Capture, random_ids, run_model
+from tests.support.tiny_models import SCHEME_FAMILIES
 
 
 # ----------------------------------------------------------------------------------------- rotary
@@ -238,7 +233,7 @@ def test_falcon_alibi_is_what_its_eager_attention_applies(tiny_lm, reference):
         if attention.query_key_value.bias is not None:
             attention.query_key_value.bias.zero_()
         n = 12
-        out = model(input_ids=_ids(n), attention_mask=torch.ones(1, n, dtype=torch.long), output_attentions=True)
+        out = model(input_ids=random_ids(n), attention_mask=torch.ones(1, n, dtype=torch.long), output_attentions=True)
     probs = out.attentions[0][0].double().numpy()  # [heads, n, n]
     bias = enc.bias(np.arange(n)).astype(np.float64)
     for m in range(n):
@@ -259,7 +254,7 @@ def test_mpt_alibi_is_what_its_attention_adds(tiny_lm, reference):
     handle = model.blocks[0].attn.register_forward_pre_hook(hook, with_kwargs=True)
     try:
         with torch.no_grad():
-            model(input_ids=_ids(n), attention_mask=torch.ones(1, n, dtype=torch.long))
+            model(input_ids=random_ids(n), attention_mask=torch.ones(1, n, dtype=torch.long))
     finally:
         handle.remove()
     own = seen["bias"].float().numpy().reshape(model.config.n_heads, -1)[:, -n:]  # keys of the last n positions
@@ -354,7 +349,7 @@ def test_mpnet_absolute_table_takes_row_p_plus_2(tiny_lm, reference):
     assert table.offset == 2 and table.source == spec.position_module and table.scheme == "learned_absolute"
     assert table.matrix.shape == (spec.max_tokens, 32)
     n = spec.max_tokens
-    ids = _ids(n)
+    ids = random_ids(n)
     with Capture(model) as cap:
         cap.output_of(spec.position_module)
         run_model(model, {"input_ids": ids, "attention_mask": torch.ones_like(ids)}, encoder_decoder=False)
@@ -411,7 +406,7 @@ def test_sinusoid_tables_are_the_modules_and_the_formula(family, tiny_lm, refere
 
     # and it is what the module adds in a forward pass, row p at 0-based position p
     n = spec.max_tokens
-    ids = _ids(n)
+    ids = random_ids(n)
     with Capture(model) as cap:
         cap.output_of(spec.position_module)
         run_model(model, {"input_ids": ids, "attention_mask": torch.ones_like(ids)},

@@ -18,14 +18,15 @@ import pytest
 import torch
 
 import posviz
-from apptest_support import apptest_like_browser, arr, assert_clean, figures, open_page  # noqa: F401  autouse shims
 from posviz.analysis import permutations
 from posviz.analysis.equivariance import structural_matches
 from posviz.analysis.word_order import compare_orders
+from posviz.app.widgets import DEFAULT_TEXT
 from posviz.hooks import hooked
 from posviz.positions import PositionRemovalError
 from posviz.tokenization import split_words
-from posviz.app.widgets import DEFAULT_TEXT
+from tests.support.apptest import apptest_like_browser  # noqa: F401  the autouse AppTest shims
+from tests.support.apptest import arr, assert_clean, figures, open_page
 
 TEXT = "The cat chased the dog and then it slept"  # 9 words, one token each in the BERT vocabulary
 SWAP = permutations.swap_words(9, 1, 4)  # cat <-> dog

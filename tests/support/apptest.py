@@ -1,4 +1,4 @@
-"""AppTest shims and helpers shared by tests/test_app.py and tests/test_app_schemes.py.
+"""AppTest shims and helpers shared by the app tests (tests/test_app*.py, and the page tests of other modules).
 
 Two shims make ``streamlit.testing.v1.AppTest`` behave like the browser (test-only); a test
 module gets them by importing the autouse fixture ``apptest_like_browser``:
@@ -27,7 +27,7 @@ from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1 import app_test as app_test_module
 from streamlit.testing.v1.element_tree import Selectbox
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]  # the repository root
 APP = ROOT / "app.py"
 TIMEOUT = 180  # a cold UMAP (numba compilation) on 2 CPU cores
 

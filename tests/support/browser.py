@@ -1,4 +1,4 @@
-"""Starting the app as a real server, and finding the Chromium to drive it (test-only)."""
+"""Starting the app as a real server, and finding the Chromium to drive it (the browser tests and the bench)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]  # the repository root
 START_TIMEOUT_S = 60
 CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

@@ -1,0 +1,1 @@
+"""The posviz test-suite (a package, so that ``tests.support`` is importable from the repository root)."""
