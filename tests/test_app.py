@@ -24,13 +24,8 @@ BAD_FOLDER = "./no/such/folder"
 
 
 @pytest.fixture(scope="module")
-def lm():
-    return posviz.load_model()
-
-
-@pytest.fixture(scope="module")
-def matrix(lm):
-    return lm.encodings[0].matrix
+def matrix(bundled_lm):
+    return bundled_lm.encodings[0].matrix
 
 
 # ---------------------------------------------------------------- every page
@@ -204,9 +199,9 @@ def test_input_empty_sentence_shows_info():
     assert not at.get("plotly_chart")
 
 
-def test_input_long_sentence_warns_truncation(lm):
+def test_input_long_sentence_warns_truncation(bundled_lm):
     text = "word " * 1000
-    full = len(lm.tokenizer(text, DEFAULT_TEXT_PAIR, truncation=False, verbose=False)["input_ids"])
+    full = len(bundled_lm.tokenizer(text, DEFAULT_TEXT_PAIR, truncation=False, verbose=False)["input_ids"])
     dropped = full - 512
     assert dropped > 0
     at = open_page("input")
@@ -220,7 +215,7 @@ def test_input_long_sentence_warns_truncation(lm):
 # ---------------------------------------------------------------- Attention
 
 
-def test_attention_layer_head_grid_and_hide_special(lm):
+def test_attention_layer_head_grid_and_hide_special(bundled_lm):
     at = open_page("attention")
     assert_clean(at, "attention")
     assert at.slider(key="layer").max == 5
@@ -228,7 +223,7 @@ def test_attention_layer_head_grid_and_hide_special(lm):
     at.slider(key="layer").set_value(3)
     at.slider(key="head").set_value(5).run()
     assert_clean(at, "attention")
-    expected = posviz.attention(lm, DEFAULT_TEXT, DEFAULT_TEXT_PAIR).patterns[3]
+    expected = posviz.attention(bundled_lm, DEFAULT_TEXT, DEFAULT_TEXT_PAIR).patterns[3]
     head, mean, grid = figures(at)
     assert head["layout"]["title"]["text"] == "Layer 3, head 5"
     z = arr(head["data"][0]["z"])

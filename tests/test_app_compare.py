@@ -12,11 +12,11 @@ def heatmap_z(fig: dict) -> np.ndarray:
     return arr(fig["data"][0]["z"])
 
 
-def test_bundled_beside_the_sinusoid_of_its_width():
+def test_bundled_beside_the_sinusoid_of_its_width(bundled_lm):
     at = open_page("compare")
     assert_clean(at, "compare")
     mine, theirs, profiles = figures(at)
-    table = posviz.load_model().encodings[0].matrix
+    table = bundled_lm.encodings[0].matrix
     np.testing.assert_allclose(heatmap_z(mine), posviz.similarity(table, "cosine"), atol=1e-5)
     np.testing.assert_allclose(heatmap_z(theirs), posviz.similarity(posviz.sinusoidal(512, 384), "cosine"), atol=1e-5)
     # one colour scale for both
@@ -33,13 +33,13 @@ def test_rotary_kernel_equals_the_halves_sinusoid_of_its_rotated_width(tiny_path
     np.testing.assert_allclose(heatmap_z(mine), heatmap_z(theirs), atol=1e-3)
 
 
-def test_beside_another_model_and_a_bad_one(tiny_path):
+def test_beside_another_model_and_a_bad_one(tiny_path, tiny_lm):
     gpt2 = str(tiny_path("gpt2"))
     at = open_page("compare", against="model", other=gpt2)
     assert_clean(at, "compare")
     mine, theirs, _ = figures(at)
-    n = min(512, posviz.load_model(gpt2).max_tokens)
-    other = posviz.load_model(gpt2).encodings[0].matrix
+    n = min(512, tiny_lm("gpt2").max_tokens)
+    other = tiny_lm("gpt2").encodings[0].matrix
     np.testing.assert_allclose(heatmap_z(theirs), posviz.similarity(other[:n], "cosine"), atol=1e-5)
     assert heatmap_z(mine).shape == (n, n)
 
@@ -55,12 +55,12 @@ def test_bias_schemes_say_there_is_nothing_to_compare(family, tiny_path):
     assert any("bias" in i.value for i in at.info)
 
 
-def test_the_bundled_model_by_its_name_beside_a_local_model(tiny_path):
+def test_the_bundled_model_by_its_name_beside_a_local_model(tiny_path, bundled_lm):
     """The bundled preset's name typed into the other-model box means the bundled model."""
     at = open_page("compare", query_params={"model": str(tiny_path("gpt2"))}, against="model",
                    other=posviz.BUNDLED_NAME)
     assert_clean(at, "compare")
     _, theirs, _ = figures(at)
-    table = posviz.load_model().encodings[0].matrix
+    table = bundled_lm.encodings[0].matrix
     n = heatmap_z(theirs).shape[0]
     np.testing.assert_allclose(heatmap_z(theirs), posviz.similarity(table[:n], "cosine"), atol=1e-5)

@@ -46,13 +46,13 @@ def test_positions_only_pages_that_need_weights_say_so(page, what):
     assert at.get("plotly_chart")
 
 
-def test_positions_only_position_pages_show_the_model_numbers(local_hub):
+def test_positions_only_position_pages_show_the_model_numbers(local_hub, bundled_lm):
     repo = local_hub.add("posviz-test/minilm-app", bundled_path())
     at = open_page("similarity", {"model": repo, "positions_only": "true", "metric": "cosine"})
     assert_clean(at, "similarity")
     assert not at.sidebar.error
     assert "positions only" in " ".join(c.value for c in at.sidebar.caption)
-    matrix = posviz.load_model().encodings[0].matrix
+    matrix = bundled_lm.encodings[0].matrix
     heatmap = arr(figures(at)[0]["data"][0]["z"])
     unit = matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
     np.testing.assert_allclose(heatmap, (unit @ unit.T)[:heatmap.shape[0], :heatmap.shape[1]], atol=1e-5)
@@ -88,9 +88,10 @@ def test_hosted_mode_refuses_folders_and_caps_text(tiny_path, monkeypatch):
     assert len(norms) == 402  # the first 2 000 characters: 400 words, [CLS] and [SEP]
 
 
-def test_store_keeps_count_and_bytes_bounded_and_frees_memory(tiny_path, monkeypatch):
-    keys = [model_store.key_for(str(tiny_path(f))) for f in ("bert", "gpt2", "llama")]
-    sizes = [posviz.load_model(key.name).weight_bytes for key in keys]
+def test_store_keeps_count_and_bytes_bounded_and_frees_memory(tiny_path, tiny_lm, monkeypatch):
+    families = ("bert", "gpt2", "llama")
+    keys = [model_store.key_for(str(tiny_path(f))) for f in families]
+    sizes = [tiny_lm(f).weight_bytes for f in families]
     store = model_store.ModelStore()
     assert sizes[2] < sizes[0]
     store.budget = sizes[0] + sizes[1]  # room for the first two
@@ -109,11 +110,11 @@ def test_store_keeps_count_and_bytes_bounded_and_frees_memory(tiny_path, monkeyp
     assert store.get(keys[0]).encodings is store.get(keys[0]).encodings  # read once, kept with the model
 
 
-def test_truncation_notice_counts_the_dropped_tokens():
+def test_truncation_notice_counts_the_dropped_tokens(bundled_lm):
     text = "word " * 600
     at = open_page("input", {"text": text, "text_pair": "A short one"})
     assert_clean(at, "input")
-    dropped = posviz.input_representation(posviz.load_model(), text, "A short one").truncated
+    dropped = posviz.input_representation(bundled_lm, text, "A short one").truncated
     assert dropped == 600 + 3 + 3 - 512  # words, 'a short one', [CLS] and two [SEP]
     assert (f"The input is longer than the model's 512 positions: {dropped} tokens were dropped, from the end of "
             "the longer sentence first") in " ".join(w.value for w in at.main.warning)

@@ -32,6 +32,7 @@ FAMILIES = {"llama": "rotary", "gptj": "rotary", "bloom": "alibi", "t5": "relati
 ROTARY = ["llama", "gptj"]
 LONG = 131_072
 
+
 @pytest.fixture(scope="module")
 def path_of(tiny_path):
     return lambda family: str(tiny_path(family))
@@ -39,15 +40,8 @@ def path_of(tiny_path):
 
 @pytest.fixture(scope="module")
 def encodings_of(tiny_lm):
-    """family -> posviz.position_encodings of the same checkpoint, loaded here (not by the app)."""
-    cache = {}
-
-    def get(family):
-        if family not in cache:
-            cache[family] = tiny_lm(family).encodings
-        return cache[family]
-
-    return get
+    """family -> the encodings of the same checkpoint, loaded here (``tiny_lm``, not by the app)."""
+    return lambda family: tiny_lm(family).encodings
 
 
 def open_scheme(path: str, page: str, **state):

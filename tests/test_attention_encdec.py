@@ -287,11 +287,11 @@ def test_attention_page_encoder_decoder_stacks(deep_decoder_t5):
                                without_tokens(att.cross_patterns[1], keep_rows, keep_cols)[1], atol=1e-5)
 
 
-def test_attention_page_stack_from_url(tiny_path):
+def test_attention_page_stack_from_url(tiny_path, tiny_lm):
     path = str(tiny_path("t5"))
     at = open_page("attention", query_params={"model": path, "stack": "cross", "target": "Hallo Welt"})
     assert_clean(at, "attention")
     assert at.radio(key="stack").value == "cross"
     assert at.text_input(key="target").value == "Hallo Welt"
-    att = posviz.attention(posviz.load_model(path), DEFAULT_TEXT, DEFAULT_TEXT_PAIR, target="Hallo Welt")
+    att = posviz.attention(tiny_lm("t5"), DEFAULT_TEXT, DEFAULT_TEXT_PAIR, target="Hallo Welt")
     _check_stack(at, att.cross_patterns, att.decoder_tokens, att.tokens, 0, 0)

@@ -53,13 +53,8 @@ def run_cli(*args: str, env: dict | None = None, timeout: int = 600) -> subproce
 
 
 @pytest.fixture(scope="module")
-def lm():
-    return posviz.load_model()
-
-
-@pytest.fixture(scope="module")
-def views(lm) -> dict[str, Export]:
-    return {view.stem: view for view in standard_set(lm, SENTENCE)}
+def views(bundled_lm) -> dict[str, Export]:
+    return {view.stem: view for view in standard_set(bundled_lm, SENTENCE)}
 
 
 @pytest.fixture(scope="module")
@@ -145,9 +140,9 @@ def test_svg_is_xml(exported, stem):
     assert len(list(root.iter())) > 20  # axes, titles, traces
 
 
-def test_npz_shapes_and_values(exported, lm):
+def test_npz_shapes_and_values(exported, bundled_lm):
     out = exported[0]
-    table = lm.encodings[0].matrix
+    table = bundled_lm.encodings[0].matrix
     with np.load(out / "position-similarity.npz") as z:
         assert z["similarity"].shape == (512, 512)
         np.testing.assert_allclose(z["similarity"], table @ table.T, rtol=1e-4, atol=1e-5)
@@ -162,7 +157,7 @@ def test_npz_shapes_and_values(exported, lm):
         assert z["parts"].tolist() == ["token", "segment", "position", "sum", "after LayerNorm"]
         assert z["norms"].shape == (5, 7)
         np.testing.assert_allclose(z["norms"][2], np.linalg.norm(table[:7], axis=1), rtol=1e-5)
-    att = posviz.attention(lm, SENTENCE)
+    att = posviz.attention(bundled_lm, SENTENCE)
     with np.load(out / "attention-all-layers.npz") as z:
         assert z["attention"].shape == (6, 12, 7, 7)
         assert z["tokens"].tolist() == TOKENS

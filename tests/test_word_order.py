@@ -32,11 +32,6 @@ TEXT = "The cat chased the dog and then it slept"  # 9 words, one token each in 
 SWAP = permutations.swap_words(9, 1, 4)  # cat <-> dog
 
 
-@pytest.fixture(scope="module")
-def lm():
-    return posviz.load_model()
-
-
 def own_output(lm, text=DEFAULT_TEXT) -> torch.Tensor:
     """A plain forward of the model, no posviz code in between."""
     batch = lm.tokenizer(text, return_tensors="pt")
@@ -91,8 +86,8 @@ def test_presets_and_typed_orders():
         permutations.swap_words(5, 1, 5)
 
 
-def test_words_move_as_blocks_and_special_tokens_stay(lm):
-    split = split_words(lm, "Unbelievably, the dog")
+def test_words_move_as_blocks_and_special_tokens_stay(bundled_lm):
+    split = split_words(bundled_lm, "Unbelievably, the dog")
     assert split.tokens == ["[CLS]", "un", "##bel", "##ie", "##va", "##bly", ",", "the", "dog", "[SEP]"]
     assert split.words == ["Unbelievably", ",", "the", "dog"]
     perm = permutations.token_permutation(split.word_of, permutations.reverse_words(4))
@@ -107,9 +102,9 @@ def test_words_move_as_blocks_and_special_tokens_stay(lm):
 
 @pytest.mark.parametrize("order", [permutations.swap_words(5, 1, 4), permutations.reverse_words(5), permutations.shuffle_words(5, 0)],
                          ids=["swap", "reverse", "shuffle"])
-def test_bundled_outputs_match_exactly_only_without_positions(lm, order):
-    kept = compare_orders(lm, DEFAULT_TEXT, order, without_positions=False)
-    removed = compare_orders(lm, DEFAULT_TEXT, order, without_positions=True)
+def test_bundled_outputs_match_exactly_only_without_positions(bundled_lm, order):
+    kept = compare_orders(bundled_lm, DEFAULT_TEXT, order, without_positions=False)
+    removed = compare_orders(bundled_lm, DEFAULT_TEXT, order, without_positions=True)
     assert kept.tokens == removed.tokens == ["[CLS]", "the", "cat", "chased", "the", "dog", "[SEP]"]
     assert not kept.causal and not removed.causal
     assert removed.max_abs_difference < 1e-5, removed.max_abs_difference
@@ -125,38 +120,38 @@ def test_bundled_outputs_match_exactly_only_without_positions(lm, order):
     np.testing.assert_allclose(cosine(removed), 1, atol=1e-6)
 
 
-def test_hooks_are_removed_and_act_only_inside(lm):
-    before, hooks = own_output(lm), hook_count(lm.model)
-    with without_positions(lm):
-        assert len(lm.family.removal(lm.model)) == 1 and hook_count(lm.model) == hooks + 1
-        inside = own_output(lm)
-    assert hook_count(lm.model) == hooks
-    after = own_output(lm)
+def test_hooks_are_removed_and_act_only_inside(bundled_lm):
+    before, hooks = own_output(bundled_lm), hook_count(bundled_lm.model)
+    with without_positions(bundled_lm):
+        assert len(bundled_lm.family.removal(bundled_lm.model)) == 1 and hook_count(bundled_lm.model) == hooks + 1
+        inside = own_output(bundled_lm)
+    assert hook_count(bundled_lm.model) == hooks
+    after = own_output(bundled_lm)
     assert torch.equal(before, after)
     assert (inside - before).abs().max() > 1e-2
     with pytest.raises(RuntimeError, match="boom"):
-        with without_positions(lm):
+        with without_positions(bundled_lm):
             raise RuntimeError("boom")
-    assert hook_count(lm.model) == hooks
-    assert torch.equal(own_output(lm), before)
+    assert hook_count(bundled_lm.model) == hooks
+    assert torch.equal(own_output(bundled_lm), before)
 
 
-def test_position_part_of_the_input_is_zero_inside(lm):
-    outside = posviz.input_representation(lm, DEFAULT_TEXT)
-    with without_positions(lm):
-        inside = posviz.input_representation(lm, DEFAULT_TEXT)
+def test_position_part_of_the_input_is_zero_inside(bundled_lm):
+    outside = posviz.input_representation(bundled_lm, DEFAULT_TEXT)
+    with without_positions(bundled_lm):
+        inside = posviz.input_representation(bundled_lm, DEFAULT_TEXT)
     assert np.abs(outside.position).max() > 1e-2
     assert not inside.position.any()
     np.testing.assert_array_equal(inside.sum, inside.token + inside.segment)
     np.testing.assert_array_equal(inside.token, outside.token)
 
 
-def test_other_threads_keep_their_positions(lm):
+def test_other_threads_keep_their_positions(bundled_lm):
     """The app shares one model between sessions (threads): the hooks act on their own thread only."""
-    before = own_output(lm)
+    before = own_output(bundled_lm)
     seen = {}
-    with without_positions(lm):
-        worker = threading.Thread(target=lambda: seen.setdefault("out", own_output(lm)))
+    with without_positions(bundled_lm):
+        worker = threading.Thread(target=lambda: seen.setdefault("out", own_output(bundled_lm)))
         worker.start()
         worker.join()
     assert torch.equal(seen["out"], before)
@@ -289,14 +284,14 @@ def test_alibi_is_refused_clearly(tiny_lm):
 # ---------------------------------------------------------------- the page
 
 
-def test_page_prints_the_library_values(lm):
+def test_page_prints_the_library_values(bundled_lm):
     at = open_page("word_order")
     assert_clean(at, "word_order")
     assert at.text_input(key="text").value == DEFAULT_TEXT
     assert at.radio(key="permutation").value == "swap"
     order = permutations.swap_words(5, 1, 4)
-    kept = compare_orders(lm, DEFAULT_TEXT, order, False)
-    removed = compare_orders(lm, DEFAULT_TEXT, order, True)
+    kept = compare_orders(bundled_lm, DEFAULT_TEXT, order, False)
+    removed = compare_orders(bundled_lm, DEFAULT_TEXT, order, True)
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Largest difference, last layer (with positions)"] == f"{kept.max_abs_difference:.2e}"
     assert metrics["Largest difference, last layer (without positions)"] == f"{removed.max_abs_difference:.2e}"
@@ -317,7 +312,7 @@ def test_page_prints_the_library_values(lm):
     at.radio(key="permutation").set_value("custom").run()
     at.text_input(key="order").input("4 3 2 1 0").run()
     assert_clean(at, "word_order")
-    reverse = compare_orders(lm, DEFAULT_TEXT, [4, 3, 2, 1, 0], True)
+    reverse = compare_orders(bundled_lm, DEFAULT_TEXT, [4, 3, 2, 1, 0], True)
     assert at.metric[0].value == f"{reverse.max_abs_difference:.2e}"
     at.text_input(key="order").input("0 0 1").run()
     assert not at.exception and "exactly once" in at.warning[0].value
