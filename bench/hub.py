@@ -89,6 +89,7 @@ def run(res: Results, repeat: int, workdir: Path) -> None:
             got[mode]["lazy"].append(times["lazy_import_s"])
             got[mode]["bytes"].append(hub.sent)
             got[mode]["requests"].append(len(hub.requests))
+    hub.close()
     sec = "3 positions only"
     pos = res.add(sec, "posviz.load_model(repo, positions_only=True)", got["positions"]["seconds"],
                   note=f"{statistics.median(got['positions']['requests']):g} requests")

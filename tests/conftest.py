@@ -2,7 +2,8 @@
 
 Environment, set when this file is imported, before huggingface_hub is (it reads both once): every
 Hub request goes to a local Hub on 127.0.0.1 (:mod:`tests.support.local_hub`; tests publish
-repositories on it) and the Hugging Face cache is a folder of the session's own.
+repositories on it) and the Hugging Face cache is a folder of the session's own. Both folders are
+removed when the session ends, the Hub stopped first.
 
 Fixtures: tiny, randomly initialised models of each family (:mod:`tests.support.tiny_models`) are
 built once per session in a temporary folder (``tiny_path``), loaded once through
@@ -13,18 +14,35 @@ bundled model is loaded once for the whole session (``bundled_lm``, ``bundled_re
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
 from tests.support.local_hub import LocalHub
 
 LOCAL_HUB = LocalHub(Path(tempfile.mkdtemp(prefix="posviz-local-hub-")))
+HF_HOME = Path(tempfile.mkdtemp(prefix="posviz-hf-home-"))
 os.environ["HF_ENDPOINT"] = LOCAL_HUB.url
-os.environ["HF_HOME"] = tempfile.mkdtemp(prefix="posviz-hf-home-")
+os.environ["HF_HOME"] = str(HF_HOME)
 for _offline in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
     os.environ.pop(_offline, None)
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def _remove_session_folders() -> None:
+    """Stop the local Hub, then remove its folder and the session's Hugging Face cache (idempotent)."""
+    LOCAL_HUB.close()
+    for folder in (LOCAL_HUB.root, HF_HOME):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+atexit.register(_remove_session_folders)  # also when the session never starts (a usage error)
+
+
+def pytest_unconfigure(config) -> None:
+    _remove_session_folders()
 
 
 import pytest  # noqa: E402

@@ -103,6 +103,13 @@ class LocalHub:
             self._online = True
             self._serve(port)
 
+    def close(self) -> None:
+        """Stop serving and release the port (idempotent); the folder stays where it is."""
+        if self._online:
+            self._online = False
+            self._server.shutdown()
+            self._server.server_close()
+
     def _log(self, line: str) -> None:
         with self._lock:
             self.requests.append(line)
