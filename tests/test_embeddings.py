@@ -58,7 +58,7 @@ def _check_against_model(emb, own, pe_matrix):
         assert emb.segment is None
         parts = emb.token + emb.position
     else:
-        assert emb.segment is not None and emb.segment.shape == (n, width)
+        assert emb.segment.shape == (n, width)
         assert emb.segment.dtype == np.float32
         np.testing.assert_allclose(emb.segment, own["segment"], atol=ATOL, rtol=0)
         parts = emb.token + emb.segment + emb.position
@@ -66,7 +66,7 @@ def _check_against_model(emb, own, pe_matrix):
     if own["normalized"] is None:
         assert emb.normalized is None
     else:
-        assert emb.normalized is not None and emb.normalized.dtype == np.float32
+        assert emb.normalized.dtype == np.float32
         assert emb.normalized.shape == (n, width)
         np.testing.assert_allclose(emb.normalized, own["normalized"], atol=1e-4, rtol=1e-4)
 

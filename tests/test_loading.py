@@ -127,7 +127,3 @@ def test_model_without_tokenizer(tmp_path):
     with pytest.raises(posviz.ModelLoadError) as info:
         posviz.load_model(str(tmp_path))
     assert "tokenizer" in str(info.value).lower(), str(info.value)
-
-
-def test_model_load_error_is_an_exception():
-    assert issubclass(posviz.ModelLoadError, Exception)

@@ -91,7 +91,6 @@ def test_no_table_gives_the_schemes_encoding(family, tiny_lm):
     assert isinstance(enc, posviz.PositionEncoding)
     assert enc.scheme == spec.scheme
     assert re.search(_SCHEME_WORDS[spec.scheme], enc.describe(), re.IGNORECASE), enc.describe()
-    assert enc is not None and lm.encodings[0].source == enc.source
 
 
 def test_bf16_checkpoint_gives_float32(tmp_path):
@@ -151,7 +150,6 @@ def test_bundled_similarity_dot_and_cosine(bundled_pe):
     assert dot.shape == (512, 512)
     np.testing.assert_allclose(np.diag(dot), (m64 ** 2).sum(1), rtol=1e-5)
     np.testing.assert_allclose(dot, m64 @ m64.T, rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(dot, dot.T, atol=1e-6)
     # default metric is the dot product
     np.testing.assert_allclose(np.asarray(posviz.similarity(m)), dot, atol=1e-6)
 

@@ -518,7 +518,7 @@ _PAPERS = {  # scheme -> (author, year) the description must name
 @pytest.mark.parametrize("family", ["bert", "llama", "bloom", "t5"] + list(SCHEME_FAMILIES))
 def test_describe_names_paper_and_source(family, tiny_lm):
     encs = tiny_lm(family).encodings
-    assert encs and tiny_lm(family).encodings[0] is not None
+    assert encs
     for enc in encs:
         text = enc.describe()
         author, year = _PAPERS[enc.scheme]
@@ -526,7 +526,6 @@ def test_describe_names_paper_and_source(family, tiny_lm):
         assert enc.source and f"`{enc.source}`" in text, (enc.source, text)
         assert isinstance(enc.formula, str) and enc.formula
         assert enc.num_positions > 0
-    assert type(tiny_lm(family).encodings[0]) is type(encs[0])
 
 
 # ------------------------------------------------------------------------------------ known gaps
