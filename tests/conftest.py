@@ -97,7 +97,8 @@ def tiny_lm(tiny_path):
 @pytest.fixture(scope="session")
 def reference(tiny_path):
     """reference(family) -> (model, tokenizer) loaded with plain transformers, independently of
-    posviz, in eval mode with eager attention. The ground truth for the comparisons."""
+    posviz, in eval mode with eager attention. The ground truth for the comparisons; shared by the
+    session, so a test that changes the model works on a copy (``copy.deepcopy``)."""
     cache = {}
 
     def get(family: str):

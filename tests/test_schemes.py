@@ -10,6 +10,7 @@ the positional-schemes reference (section 3).
 
 from __future__ import annotations
 
+import copy
 import re
 
 import numpy as np
@@ -224,8 +225,9 @@ def test_alibi_bias_rows_are_the_models_builder(family, tiny_lm, reference):
 
 
 def test_falcon_alibi_is_what_its_eager_attention_applies(tiny_lm, reference):
-    """With the query/key weights zeroed, Falcon's attention is softmax of the ALiBi bias alone."""
-    model, _ = reference("falcon-alibi")
+    """With the query/key weights zeroed, Falcon's attention is softmax of the ALiBi bias alone.
+    The weights are zeroed on a copy: the session's reference model stays as saved."""
+    model = copy.deepcopy(reference("falcon-alibi")[0])
     enc = tiny_lm("falcon-alibi").encodings[0]
     attention = model.h[0].self_attention
     with torch.no_grad():
@@ -241,6 +243,7 @@ def test_falcon_alibi_is_what_its_eager_attention_applies(tiny_lm, reference):
         np.testing.assert_allclose(probs[:, m, : m + 1], row / row.sum(axis=1, keepdims=True), atol=1e-5)
 
 
+    assert reference("falcon-alibi")[0].h[0].self_attention.query_key_value.weight.abs().max() > 0
 def test_mpt_alibi_is_what_its_attention_adds(tiny_lm, reference):
     """The MPT model passes its builder's tensor to every layer as position_bias."""
     model, _ = reference("mpt")
