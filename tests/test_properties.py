@@ -1,8 +1,9 @@
 """Position properties: Wang et al.'s (ICLR 2021) monotonicity, translation invariance and symmetry,
 Chen, Varoquaux & Suchanek's (2023) locality and symmetry, identical-word attention, and the page.
 
-Expectations come from the reference (positional-schemes.md, section 3), from hand-made matrices
-whose answers follow from the definitions, and from the model's own ``output_attentions``.
+Expectations come from the sinusoid's formula (tests/support/sinusoid.py, whose reference values
+tests/test_schemes.py asserts), from hand-made matrices whose answers follow from the definitions,
+and from the model's own ``output_attentions``.
 """
 
 from __future__ import annotations
@@ -10,12 +11,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from scipy.stats import spearmanr
 from sklearn.preprocessing import MinMaxScaler
 
 import posviz
 from posviz.analysis import identical_words as iw
 from posviz.analysis import locality as loc
 from posviz.analysis import properties as pr
+from tests.support import sinusoid as formula
 from tests.support.apptest import apptest_like_browser  # noqa: F401  the autouse AppTest shims
 from tests.support.apptest import arr, assert_clean, figures, open_page
 
@@ -24,37 +27,45 @@ def sinusoid_gram(n: int, d: int, layout: str = "interleaved") -> np.ndarray:
     return posviz.similarity(posviz.sinusoidal(n, d, layout))
 
 
-# ---------------------------------------------------------------- the sinusoid (reference, section 3)
+# ---------------------------------------------------------------- the sinusoid
+
+
+def formula_offsets(d: int) -> tuple[np.ndarray, np.ndarray]:
+    """Offsets k = 1 .. 511 and the sinusoid's dot product at each, g(k) = sum_k cos(k w_k), from its
+    formula (tests/support/sinusoid.py; the reference values are asserted in tests/test_schemes.py)."""
+    return np.arange(1, 512), formula.offset_curve(512, d)[1:]
 
 
 @pytest.mark.parametrize("layout", ["interleaved", "halves"])
-def test_sinusoid_768_properties_match_the_reference(layout):
+def test_sinusoid_768_properties_are_the_formulas(layout):
     G = sinusoid_gram(512, 768, layout)
+    offsets, curve = formula_offsets(768)
     p = pr.position_properties(G)
-    assert p.monotonicity == pytest.approx(-0.9844, abs=5e-5)
+    assert p.monotonicity == pytest.approx(spearmanr(offsets, curve).statistic, abs=5e-5)
     assert pr.monotonicity(G) == p.monotonicity
-    assert p.first_rise == 43  # ḡ(44) > ḡ(43): "first rises again between k = 43 and 44"
-    assert p.mean[43] > p.mean[42] and np.all(np.diff(p.mean[:43]) < 0)
+    rise = formula.first_rise(formula.offset_curve(512, 768))
+    assert p.first_rise == rise  # ḡ(rise + 1) > ḡ(rise), the first time
+    assert p.mean[rise] > p.mean[rise - 1] and np.all(np.diff(p.mean[:rise]) < 0)
     # translation invariance and symmetry: exact up to float32 rounding
     assert p.translation_invariance == pytest.approx(1.0, abs=1e-9)
     assert p.symmetry == pytest.approx(1.0, abs=1e-7)
     # every diagonal constant: G[i, i + k] the same for every i (max - min < 1e-3 in float32)
     assert np.max(p.high - p.low) < 1e-3
-    np.testing.assert_array_equal(p.offsets, np.arange(1, 512))
-    for k, value in ((1, 373.770), (5, 284.562), (50, 196.608)):
-        assert p.mean[k - 1] == pytest.approx(value, abs=1e-3)
-    assert p.diagonal_mean == pytest.approx(384.0, abs=1e-3)
-    # signed profile: mirror image, ḡ(0) = d/2 in the middle
+    np.testing.assert_array_equal(p.offsets, offsets)
+    np.testing.assert_allclose(p.mean, curve, atol=1e-3)
+    assert p.diagonal_mean == pytest.approx(formula.offset_curve(512, 768)[0], abs=1e-3)
+    # signed profile: mirror image, ḡ(0) = G[i, i] in the middle
     assert p.signed_offsets.tolist() == list(range(-511, 512))
     np.testing.assert_allclose(p.signed_mean, p.signed_mean[::-1], atol=1e-3)
-    assert p.signed_mean[511] == pytest.approx(384.0, abs=1e-3)
+    assert p.signed_mean[511] == pytest.approx(p.diagonal_mean, abs=1e-3)
+    np.testing.assert_allclose(p.signed_mean[512:], curve, atol=1e-3)
 
 
 def test_sinusoid_512_first_rise_and_float64():
     G = sinusoid_gram(512, 512)
-    assert pr.first_rise(pr.proximity_by_offset(G)[1]) == 43
+    assert pr.first_rise(pr.proximity_by_offset(G)[1]) == formula.first_rise(formula.offset_curve(512, 512))
     P = posviz.sinusoidal(512, 768).astype(np.float64)
-    assert pr.monotonicity(P @ P.T) == pytest.approx(-0.9844, abs=5e-5)
+    assert pr.monotonicity(P @ P.T) == pytest.approx(spearmanr(*formula_offsets(768)).statistic, abs=5e-5)
 
 
 def test_rotary_kernel_is_translation_invariant_and_symmetric(tiny_lm):

@@ -16,8 +16,10 @@ import re
 import numpy as np
 import pytest
 import torch
+from scipy.stats import spearmanr
 
 import posviz
+from tests.support import sinusoid
 from tests.support.reference import Capture, random_ids, run_model
 from tests.support.tiny_models import SCHEME_FAMILIES
 
@@ -241,9 +243,9 @@ def test_falcon_alibi_is_what_its_eager_attention_applies(tiny_lm, reference):
     for m in range(n):
         row = np.exp(bias[:, m, : m + 1] - bias[:, m, : m + 1].max(axis=1, keepdims=True))
         np.testing.assert_allclose(probs[:, m, : m + 1], row / row.sum(axis=1, keepdims=True), atol=1e-5)
-
-
     assert reference("falcon-alibi")[0].h[0].self_attention.query_key_value.weight.abs().max() > 0
+
+
 def test_mpt_alibi_is_what_its_attention_adds(tiny_lm, reference):
     """The MPT model passes its builder's tensor to every layer as position_bias."""
     model, _ = reference("mpt")
@@ -421,69 +423,66 @@ def test_sinusoid_tables_are_the_modules_and_the_formula(family, tiny_lm, refere
 # -------------------------------------------------------------------- sinusoid reference values
 
 
-@pytest.fixture(scope="module")
-def gram768():
-    p = posviz.sinusoidal(512, 768).astype(np.float64)
-    return p @ p.T
+def test_sinusoid_reference_values():
+    """The reference values of docs/references.md, each asserted here and only here, on the sinusoid
+    computed from its formula (tests/support/sinusoid.py); other tests compare posviz with that.
 
+    Vaswani et al. (2017): PE(p, 2i) = sin(p / 10000^(2i/d)), PE(p, 2i+1) = cos(p / 10000^(2i/d)), so
+    PE_i . PE_j = sum_k cos((i - j) w_k) with w_k = 10000^(-2k/d): G = P P^T depends on i - j only,
+    G[i, i] = d/2. 512 positions, d = 768 unless said otherwise.
+    """
+    g = sinusoid.gram(512, 768)
+    curve = sinusoid.offset_curve(512, 768)  # g(k) from the closed form, k = 0 .. 511
+    for k in range(512):  # the identity: every diagonal of P P^T is g(k), whatever the start position
+        np.testing.assert_allclose(np.diagonal(g, k), curve[k], atol=1e-9, err_msg=str(k))
+    assert curve[0] == pytest.approx(384.0, abs=1e-9)  # G[i, i] = d/2
+    assert curve[1] == pytest.approx(373.770, abs=1e-3)  # G[i, i + 1]
+    assert curve[5] == pytest.approx(284.562, abs=1e-3)
+    assert curve[50] == pytest.approx(196.608, abs=1e-3)
 
-def test_sinusoidal_gram_reference_values(gram768):
-    g = gram768
-    assert posviz.sinusoidal(512, 768).shape == (512, 768)
-    np.testing.assert_allclose(np.diag(g), 384.0, atol=1e-3)
-    for k in (1, 5, 50, 200):
-        diag = np.diagonal(g, k)
-        assert diag.max() - diag.min() < 1e-3, k
-    assert np.diagonal(g, 1) == pytest.approx(373.770, abs=1e-3)
-    assert np.diagonal(g, 5) == pytest.approx(284.562, abs=1e-3)
-    assert np.diagonal(g, 50) == pytest.approx(196.608, abs=1e-3)
-
-
-_OFFSETS = (1, 2, 5, 10, 50, 127)
-
-
-def _profile(p: np.ndarray, q: int = 128) -> np.ndarray:
-    p = p.astype(np.float64)
-    row = p[q] @ p.T
-    return row / row.max()
-
-
-def test_sinusoidal_row_profile_reference_values(gram768):
-    r = _profile(posviz.sinusoidal(512, 768))
-    for k, want in zip(_OFFSETS, (0.9734, 0.9061, 0.7410, 0.6800, 0.5120, 0.4104)):
+    # the row profile r(j) = G[q, j] / max_j G[q, j] for q = 128, at j = q + k
+    r = g[128] / g[128].max()
+    for k, want in zip((1, 2, 5, 10, 50, 127), (0.9734, 0.9061, 0.7410, 0.6800, 0.5120, 0.4104)):
         assert r[128 + k] == pytest.approx(want, abs=6e-5), k
     assert int(np.argmin(r)) == 509 and r.min() == pytest.approx(0.2744, abs=6e-5)
-    t2t = _profile(posviz.sinusoidal(512, 768, "t2t"))
-    for k, want in zip(_OFFSETS, (0.9734, 0.9064, 0.7417, 0.6809, 0.5133, 0.4120)):
-        assert t2t[128 + k] == pytest.approx(want, abs=6e-5), k
+    # the same profile of posviz's tensor2tensor layout (sin of every frequency, then cos; w_k = 10000^(-k/(d/2 - 1)))
+    t2t = posviz.sinusoidal(512, 768, "t2t").astype(np.float64)
+    r2 = (t2t[128] @ t2t.T) / (t2t[128] @ t2t.T).max()
+    for k, want in zip((1, 2, 5, 10, 50, 127), (0.9734, 0.9064, 0.7417, 0.6809, 0.5133, 0.4120)):
+        assert r2[128 + k] == pytest.approx(want, abs=6e-5), k
+
+    # the dot product by offset falls until k = 43 and first rises again between k = 43 and 44
+    for d in (512, 768):
+        by_offset = sinusoid.offset_curve(512, d)
+        assert (np.diff(by_offset[:44]) < 0).all() and by_offset[44] > by_offset[43], d
+        assert sinusoid.first_rise(by_offset) == 43, d
+    # Spearman(offset, g) over k = 1 .. 511
+    assert spearmanr(np.arange(1, 512), curve[1:]).statistic == pytest.approx(-0.9844, abs=6e-5)
 
 
-def test_sinusoidal_layouts(gram768):
-    halves = posviz.sinusoidal(512, 768, "halves").astype(np.float64)
-    np.testing.assert_allclose(halves @ halves.T, gram768, atol=1e-6)
-    inter = posviz.sinusoidal(512, 768)
+@pytest.mark.parametrize("d", [512, 768])
+def test_sinusoidal_is_the_formula(d):
+    """posviz.sinusoidal's interleaved layout is the formula (float32), so its Gram matrix is the
+    formula's; "halves" (sin of every frequency, then cos) is a permutation of its columns."""
+    want = sinusoid.vaswani(512, d)
+    inter = posviz.sinusoidal(512, d)
+    assert inter.shape == (512, d) and inter.dtype == np.float32
+    np.testing.assert_allclose(inter, want, atol=1e-6)
+    inter64 = inter.astype(np.float64)
+    g = inter64 @ inter64.T
+    np.testing.assert_allclose(g, want @ want.T, atol=1e-3)
+    for k in (1, 5, 50, 200):  # every diagonal constant, in float32 too
+        diag = np.diagonal(g, k)
+        assert diag.max() - diag.min() < 1e-3, k
+    halves = posviz.sinusoidal(512, d, "halves")
+    np.testing.assert_allclose(halves, np.concatenate([want[:, 0::2], want[:, 1::2]], axis=1), atol=1e-6)
+    halves64 = halves.astype(np.float64)
+    np.testing.assert_allclose(halves64 @ halves64.T, g, atol=1e-6)
     assert not np.allclose(inter, halves)  # a column permutation, not the same matrix
     assert posviz.sinusoidal(4, 6).dtype == np.float32
     for bad in [dict(width=7), dict(width=8, layout="zigzag")]:
         with pytest.raises(ValueError):
             posviz.sinusoidal(4, **bad)
-
-
-@pytest.mark.parametrize("d", [512, 768])
-def test_sinusoidal_offset_curve_first_rises_between_43_and_44(d):
-    p = posviz.sinusoidal(512, d).astype(np.float64)
-    g = p[0] @ p.T  # g(k), the dot product at offset k
-    assert (np.diff(g[:44]) < 0).all()
-    assert g[44] > g[43]
-
-
-def test_sinusoidal_offset_spearman():
-    from scipy.stats import spearmanr
-
-    p = posviz.sinusoidal(512, 768).astype(np.float64)
-    g = p[0] @ p.T
-    rho = spearmanr(np.arange(1, 512), g[1:]).statistic
-    assert rho == pytest.approx(-0.9844, abs=6e-5)
 
 
 # --------------------------------------------------------------------------------------- DeBERTa
