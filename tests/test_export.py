@@ -4,6 +4,7 @@ The command runs once per module, as a subprocess on the bundled model: every HT
 carries plotly.js inside (no CDN), every PNG decodes, every SVG is XML, every NPZ loads with the
 right shapes and values, every CSV gives its matrix back. PNG and SVG need Chrome or Chromium
 (kaleido 1.x); without one those checks are skipped, except under CI (``CI=true``), where they fail.
+Its error paths are called in this process, through ``posviz.cli.main``.
 
 On the app side, AppTest keeps the download buttons' files as functions (built on click); a
 MediaFileManager that remembers itself lets the tests click them, as the browser does.
@@ -47,9 +48,10 @@ def needs_browser() -> None:
         pytest.skip(reason)
 
 
-def run_cli(*args: str, env: dict | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
+def run_cli(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
+    """The real command line, ``python -m posviz ...``, in a process of its own."""
     return subprocess.run([sys.executable, "-m", "posviz", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, **(env or {})})
+                          timeout=timeout)
 
 
 @pytest.fixture(scope="module")
@@ -180,19 +182,47 @@ def test_csv_gives_the_matrix_back(exported):
         np.testing.assert_array_equal(got.astype(np.float32), expected)  # 9 digits: float32 exactly
 
 
-def test_bad_model_is_one_line_and_exit_code_2(tmp_path):
-    result = run_cli("export", "--model", "./no/such/folder", "--out", str(tmp_path / "out"), "--no-images")
-    assert result.returncode == 2
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
+# The error paths call the command's ``main`` in this process (the happy path above runs the real
+# command line): exit code 2 and one line on stderr, nothing on stdout, no folder made.
+
+
+@pytest.fixture
+def cli(capsys, monkeypatch):
+    """cli(*args) -> (exit code, stdout, stderr) of ``posviz.cli.main(args)`` run here; the
+    transformers progress-bar setting the command changes is restored afterwards."""
+    from transformers.utils import logging as hf_logging
+
+    from posviz import cli as posviz_cli
+
+    monkeypatch.chdir(ROOT)  # relative paths as the command line has them
+    bars = hf_logging.is_progress_bar_enabled()
+    capsys.readouterr()
+
+    def run(*args: str) -> tuple[int, str, str]:
+        code = posviz_cli.main(list(args))
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    yield run
+    if bars:
+        hf_logging.enable_progress_bar()
+
+
+def test_bad_model_is_one_line_and_exit_code_2(cli, tmp_path):
+    code, out, err = cli("export", "--model", "./no/such/folder", "--out", str(tmp_path / "out"), "--no-images")
+    assert code == 2 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
     assert lines[0].startswith("posviz: error: No folder './no/such/folder'")
     assert not (tmp_path / "out").exists()
 
 
-def test_no_browser_names_the_fix(tmp_path):
-    result = run_cli("export", "--out", str(tmp_path / "out"), env={"BROWSER_PATH": str(tmp_path / "no-chrome")})
-    assert result.returncode == 2
-    (line,) = result.stderr.strip().splitlines()
+def test_no_browser_names_the_fix(cli, tmp_path, monkeypatch):
+    monkeypatch.setenv("BROWSER_PATH", str(tmp_path / "no-chrome"))
+    code, out, err = cli("export", "--out", str(tmp_path / "out"))
+    assert code == 2 and out == ""
+    (line,) = err.strip().splitlines()
+    assert line.startswith("posviz: error: ")
     assert "BROWSER_PATH" in line and "apt-get install chromium" in line and "--no-images" in line
     assert not (tmp_path / "out").exists()
 
