@@ -78,7 +78,7 @@ def test_rotary_kernel_is_translation_invariant_and_symmetric(tiny_lm):
 def test_learned_table_is_not_translation_invariant(bundled_lm):
     G = posviz.similarity(bundled_lm.encodings[0].matrix)
     assert pr.translation_invariance(G) < 0.9
-    assert pr.symmetry(G) == pytest.approx(1.0, abs=1e-6)  # a dot product: symmetric by construction
+    assert pr.symmetry(G) == pytest.approx(1.0, abs=1e-6)  # the score of a symmetric matrix (a dot product)
 
 
 # ---------------------------------------------------------------- Wang et al.'s scores on hand-made matrices
