@@ -151,7 +151,7 @@ def test_page_on_the_bundled_model(table, layers):
         assert rows[name]["pairs"] == 512 and rows[name]["positions"] == 512
         np.testing.assert_allclose(arr(traces[name]["y"]), absolute.predictions, rtol=1e-6)
     assert rows["sinusoid, width 384 (interleaved)"]["absolute MAE (positions)"] == 0.0
-    np.testing.assert_allclose(arr(per_layer["data"][0]["y"]), layers.mae, rtol=1e-6)  # layer_position_probe(bundled_lm)
+    np.testing.assert_allclose(arr(per_layer["data"][0]["y"]), layers.mae, rtol=1e-6)  # the module fixture
 
     # the seed and the number of pairs: widgets, and the values follow
     at.number_input(key="seed").set_value(2).run()
