@@ -41,7 +41,7 @@ UP_S = 30.0
 PAGES = {
     "model": "/",
     "similarity": "/similarity",
-    "projection (PCA)": "/projection?method=PCA",  # the radio's label (format_func) is its URL value
+    "projection (PCA)": "/projection?method=PCA",
     "input": "/input",
     "attention": "/attention",
     "compare": "/compare",
@@ -299,7 +299,7 @@ def idle_server(browser, workdir: Path) -> dict:
         start = time.perf_counter()
         tab.page.reload()
         out["umap_reload"] = tab.settle(start)
-        out["umap_3d"] = tab.visit(server.base + "/projection?dims=3-D")
+        out["umap_3d"] = tab.visit(server.base + "/projection?dims=3")
         tab.visit(server.base + "/attention")
         out["layer_slider"] = tab.act(press_key(tab, "Layer", "ArrowRight"), server)
         tab.visit(server.base + PAGES["attention, 512 tokens"])

@@ -119,7 +119,7 @@ def browser_rows(res: Results, cold: list[dict], idle: list[dict]) -> None:
     warm = add(sec, "app: UMAP again, by the sidebar from the model page", [i["umap_again"]["chart_s"] for i in idle],
                note="cached")
     add(sec, "app: UMAP again, page reload", [i["umap_reload"]["chart_s"] for i in idle], note="cached; a new session")
-    add(sec, "app: /projection?dims=3-D after it", [i["umap_3d"]["chart_s"] for i in idle], note="computed, a new session")
+    add(sec, "app: /projection?dims=3 after it", [i["umap_3d"]["chart_s"] for i in idle], note="computed, a new session")
     after = add(sec, "app: UMAP by the sidebar, 30 s after a 1st visit of /",
                 [c["umap_after_visit"]["chart_s"] for c in cold], note="that visit started the app's warm-up")
     res.goal(sec, "UMAP page, 1st chart on a server up 30 s", first["median"], GOALS["umap_first_s"], "s")

@@ -17,9 +17,9 @@ from posviz.app.navigation import current_model
 from posviz.app.widgets import DEFAULT_TEXT, choose_encoding, text_field, url
 from posviz.views import probes as views
 
-#: Radio labels: short, since a bound radio writes its label to the URL (``?regression=ridge``).
-REGRESSION_LABELS = {"linear": "least squares", "ridge": "ridge"}
-TEXT_LABELS = {"builtin": "built-in prose", "sentence": "a sentence"}
+#: What each option is (a bound radio writes its option, the URL value, to the URL: no format_func).
+REGRESSION_CAPTIONS = {"linear": "least squares, the paper's", "ridge": "RidgeCV"}
+TEXTS = {"prose": "Pride and Prejudice, chapter 1", "sentence": "the sentence of the other pages"}
 
 key, lm = current_model()
 
@@ -36,7 +36,7 @@ seed = int(c1.number_input("Seed", 0, 2**31 - 1, 0, **url("seed"),
 pairs = int(c2.number_input("Pairs (relative probe)", 50, 4096, 512, step=64, **url("pairs"),
                             help="The paper's code drew 512 pairs, without a seed."))
 regression = c3.radio("Regression (absolute probe)", REGRESSIONS, horizontal=True, **url("regression"),
-                      format_func=REGRESSION_LABELS.get,
+                      captions=[REGRESSION_CAPTIONS[r] for r in REGRESSIONS],
                       help="Least squares is the paper's. Where the width nears the number of training rows "
                            "(hidden states of width 384 from 410 tokens) it overfits and scores worse than a "
                            "guess; ridge (not in the paper: scikit-learn's RidgeCV) chooses an L2 penalty by "
@@ -62,7 +62,7 @@ else:
 
 st.subheader("Position in each layer's hidden states")
 require_weights(lm, "through every layer")
-source = st.radio("Text", list(TEXT_LABELS), horizontal=True, **url("probe_text"), format_func=TEXT_LABELS.get,
+source = st.radio("Text", list(TEXTS), captions=list(TEXTS.values()), horizontal=True, **url("probe_text"),
                   help="The built-in prose is the opening chapter of Jane Austen's Pride and Prejudice (1813, "
                        "public domain), longer than 512 tokens; the sentence is shared with the other pages.")
 text = text_field(st, "Sentence", "text", value=DEFAULT_TEXT) if source == "sentence" else BUILTIN_TEXT

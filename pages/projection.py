@@ -17,8 +17,8 @@ require_vectors(encoding, lm, "it has no vector per position to project, only a 
 
 n = encoding.num_positions
 c1, c2, c3, c4 = st.columns([1, 1, 2, 1])
-method = c1.radio("Method", ["umap", "pca"], horizontal=True, **url("method"), format_func=str.upper)
-dims = c2.radio("Dimensions", [2, 3], horizontal=True, **url("dims"), format_func=lambda d: f"{d}-D")
+method = c1.radio("Method", ["UMAP", "PCA"], horizontal=True, **url("method")).lower()
+dims = c2.radio("Dimensions", [2, 3], horizontal=True, **url("dims"))
 typed = c3.text_input("Range boundaries (positions where a new colour starts)",
                       value=positions.default_boundaries(encoding), **url("boundaries"),
                       help="Comma-separated 0-based positions. 128: positions 0–127 against 128 and after "

@@ -55,8 +55,8 @@ else:
     width = encoding.reference_width
     top = min(encoding.num_positions, MAX_POSITIONS)
     c1, c2 = st.columns([1, 2])
-    metric = c1.radio("Proximity φ", METRICS, horizontal=True, **url("metric"), format_func=encoding.metric_names.get,
-                      help="Wang et al. use the dot product.")
+    metric = c1.radio("Proximity φ", METRICS, captions=[encoding.metric_names[m] for m in METRICS], horizontal=True,
+                      **url("metric"), help="Wang et al. use the dot product.")
     clip_state("count", 3, top)
     count = c2.slider(f"{encoding.axis_label.capitalize()}s 0 … N − 1", 3, top, min(top, 512), **url("count"),
                       help=f"Consecutive rows only (offsets need them); at most {top}.")

@@ -31,7 +31,8 @@ if encoding.has_bias:
     choice = c1.selectbox("Head", ["all", *range(encoding.heads)], **url("bias_head"))
     head = None if choice == "all" else int(choice)
 else:
-    metric = c1.radio("Similarity", METRICS, horizontal=True, **url("metric"), format_func=encoding.metric_names.get)
+    metric = c1.radio("Similarity", METRICS, captions=[encoding.metric_names[m] for m in METRICS], horizontal=True,
+                      **url("metric"))
 normalize = c2.toggle("÷ maximum", **url("normalize"),
                       help="Divide by the largest value (each head by its own, for a bias).")
 clip = c2.toggle("Clip colours", value=True, **url("clip"),

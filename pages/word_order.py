@@ -35,16 +35,16 @@ st.caption("Words (the tokenizer's): " + " · ".join(f"**{k}** {w}" for k, w in 
 
 left, right = st.columns([3, 2])
 permutation = left.radio("Permutation", list(PERMUTATIONS), index=1, horizontal=True, **url("permutation"),
-                         format_func=PERMUTATIONS.get)
+                         help="; ".join(f"{name}: {words}" for name, words in PERMUTATIONS.items()) + ".")
 reverse = " ".join(map(str, reverse_words(n)))
 with right:
     if permutation == "reverse":
         order = reverse_words(n)
     elif permutation == "swap":
         c1, c2 = st.columns(2)
-        label = lambda k: f"{k} · {words[k]}"  # noqa: E731
-        i = c1.selectbox("Swap word", range(n), index=1 if n > 2 else 0, format_func=label, **url("swap_i"))
-        j = c2.selectbox("with word", range(n), index=n - 1, format_func=label, **url("swap_j"))
+        i = c1.selectbox("Swap word", range(n), index=1 if n > 2 else 0, **url("swap_i"), help="The word's index (above).")
+        j = c2.selectbox("with word", range(n), index=n - 1, **url("swap_j"))
+        st.caption(f"Swapping **{words[i]}** and **{words[j]}**.")
         order = swap_words(n, i, j)
     elif permutation == "shuffle":
         seed = st.number_input("Seed", 0, 2 ** 31 - 1, 0, **url("seed"), help="The same seed gives the same shuffle.")
@@ -121,7 +121,7 @@ elif without:
 show(views.difference_bars(kept, removed))
 
 st.subheader("The vectors of both orders")
-stage = st.radio("Stage", list(STAGES), horizontal=True, **url("stage"), index=2, format_func=STAGES.get)
+stage = st.radio("Stage", list(STAGES), captions=list(STAGES.values()), horizontal=True, **url("stage"), index=2)
 show(views.stage_vectors(shown, stage))
 if stage == "input" and lm.family.input_positions is None:
     st.caption(f"{lm.name} adds no position vector to its input ({lm.scheme_label}): its input representation "

@@ -33,7 +33,7 @@ def matrix(bundled_lm):
 
 @pytest.mark.parametrize("page", list(TITLES))
 def test_every_page_runs_clean(page):
-    at = open_page(page, method="pca") if page == "projection" else open_page(page)
+    at = open_page(page, method="PCA") if page == "projection" else open_page(page)
     assert_clean(at, page)
     if page == "gallery":  # links to ready-made views, no chart of its own
         assert len(at.get("page_link")) == 6
@@ -138,9 +138,9 @@ def _points(trace) -> np.ndarray:
 def test_projection_pca_ranges_3d_path_and_bad_boundary(matrix):
     from sklearn.decomposition import PCA
 
-    at = open_page("projection", method="pca")
+    at = open_page("projection", method="PCA")
     assert_clean(at, "projection")
-    assert at.radio(key="method").value == "pca"
+    assert at.radio(key="method").value == "PCA"
     assert at.text_input(key="boundaries").value == "128"
     (fig,) = figures(at)
     traces = fig["data"]
@@ -267,7 +267,7 @@ def test_bad_model_folder_typed_in_sidebar():
 
     for page in ("similarity", "projection", "input", "attention"):
         if page == "projection":
-            at.session_state["method"] = "pca"
+            at.session_state["method"] = "PCA"
         at.switch_page(f"pages/{page}.py").run()
         _assert_bundled_kept(at)
         assert_clean(at, page)
@@ -289,7 +289,7 @@ def test_bad_model_folder_from_url():
 def test_projection_umap_default():
     at = open_page("projection")
     assert_clean(at, "projection")
-    assert at.radio(key="method").value == "umap"
+    assert at.radio(key="method").value == "UMAP"
     traces = figures(at)[0]["data"]
     assert [t["type"] for t in traces] == ["scatter", "scatter"]
     points = [_points(t) for t in traces]

@@ -47,7 +47,7 @@ def encodings_of(tiny_lm):
 def open_scheme(path: str, page: str, **state):
     """``page`` with the model at ``path`` given in the URL; checked clean, the sidebar showing it."""
     if page == "projection":
-        state.setdefault("method", "pca")  # no UMAP here: slow when cold
+        state.setdefault("method", "PCA")  # no UMAP here: slow when cold
     at = open_page(page, query_params={"model": path}, **state)
     assert_clean(at, page)
     assert not at.sidebar.error, [e.value for e in at.sidebar.error]

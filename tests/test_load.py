@@ -33,7 +33,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.load]
 LOG = ROOT / "artifacts" / "streamlit-load-test.log"
 SESSIONS = 4
 STEPS = 2
-PAGES = ["", "similarity", "input", "attention", "projection?method=pca"]
+PAGES = ["", "similarity", "input", "attention", "projection?method=PCA"]
 FAMILIES = ["bert", "gpt2", "llama", "bloom", "t5"]
 #: The cache's budget: one bundled model (91 MB) and the tiny ones fit, not two bundled ones.
 BUDGET = 120 * 10**6

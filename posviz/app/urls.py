@@ -2,9 +2,12 @@
 
 A widget bound to the URL (``bind="query-params"``) takes its key from this list through
 :func:`posviz.app.widgets.url`, which refuses any other name; a test checks that every page binds
-only names listed here for it. The same name means the same thing on every page that reads it, with
-the same values (``metric`` is ``dot`` or ``cosine`` everywhere), so a link can be shared from any
-page. Streamlit drops a parameter from the URL while its widget holds the default.
+only names listed here for it, and that a choice widget offers exactly the values listed. The same
+name means the same thing on every page that reads it, with the same values (``metric`` is ``dot``
+or ``cosine`` everywhere), so a link can be shared from any page. Streamlit writes a choice widget's
+option *label* to the URL, so bound choices carry no ``format_func``: their labels are the values
+(explanations go in captions). Streamlit drops a parameter from the URL while its widget holds the
+default.
 """
 
 from __future__ import annotations
@@ -26,13 +29,15 @@ class Param:
     name : str
         The parameter (and the widget's key).
     type : str
-        Its values, in words ("text", "integer", "true or false", "dot | cosine" …).
+        Its values, in words ("text", "integer", "true or false", "one of the values" …).
     pages : tuple of str
         The pages that read it (the stems of ``pages/*.py``).
     default : str
         Its value when the URL leaves it out, in words.
     meaning : str
         What it sets.
+    values : tuple of str
+        For a choice, every value it takes (the options of its widget); empty otherwise.
     """
 
     name: str
@@ -40,28 +45,34 @@ class Param:
     pages: tuple[str, ...]
     default: str
     meaning: str
+    values: tuple[str, ...] = ()
+
+    @property
+    def written(self) -> str:
+        """Its values as the README's table writes them."""
+        return " \\| ".join(self.values) if self.values else self.type
 
 
 PARAMS: dict[str, Param] = {p.name: p for p in (
     Param("model", "text", EVERY_PAGE, "the bundled model", "Hub id or local folder of the model shown"),
     Param("revision", "text", EVERY_PAGE, "the default branch", "branch, tag or commit of a Hub model"),
-    Param("device", "auto | cpu | cuda | mps", EVERY_PAGE, "auto", "where the model runs"),
+    Param("device", "auto, cpu, cuda or mps (those this machine has)", EVERY_PAGE, "auto", "where the model runs"),
     Param("positions_only", "true or false", EVERY_PAGE, "false", "read the positional tensors only, not the weights"),
     Param("present", "true or false", EVERY_PAGE, "false", "presentation mode: large fonts for a projector"),
     Param("component", "text", _POSITION_PAGES, "the first",
           "the positional component shown, by name, where a model has several (MPNet: absolute table, relative bias; "
           "T5: encoder, decoder)"),
-    Param("metric", "dot | cosine", ("similarity", "compare", "properties"), "dot (cosine on Compare)",
-          "similarity of position vectors: dot product (the rotary kernel) or cosine"),
+    Param("metric", "choice", ("similarity", "compare", "properties"), "dot (cosine on Compare)",
+          "similarity of position vectors: dot product (the rotary kernel) or cosine", ("dot", "cosine")),
     Param("range", "two integers", ("similarity", "compare"), "the first 2 048 positions",
           "first and last position (row) shown"),
     Param("q", "integer", ("similarity", "compare"), "128 (or the last position)",
           'the position of "position q against all"'),
-    Param("bias_head", "all | integer", ("similarity",), "all", "the head of a per-head bias"),
+    Param("bias_head", "all, or a head (integer)", ("similarity",), "all", "the head of a per-head bias"),
     Param("normalize", "true or false", ("similarity",), "false", "divide by the largest value"),
     Param("clip", "true or false", ("similarity",), "true", "colours from the 1st to the 99th percentile"),
-    Param("method", "umap | pca", ("projection",), "umap", "projection method"),
-    Param("dims", "2 | 3", ("projection",), "2", "dimensions of the projection"),
+    Param("method", "choice", ("projection",), "UMAP", "projection method", ("UMAP", "PCA")),
+    Param("dims", "choice", ("projection",), "2", "dimensions of the projection", ("2", "3")),
     Param("boundaries", "comma-separated integers", ("projection",), "128 (where the model has more positions)",
           "positions where a new colour starts"),
     Param("path", "true or false", ("projection",), "false", "draw the path through consecutive positions"),
@@ -69,29 +80,32 @@ PARAMS: dict[str, Param] = {p.name: p for p in (
           "the sentence (segment A)"),
     Param("text_pair", "text", ("input", "attention"), "The dog chased the cat",
           "the second sentence (segment B), empty for none"),
-    Param("part", "token | segment | position | sum | after LayerNorm", ("input",), "token",
+    Param("part", "token, segment, position, sum or after LayerNorm (the parts the model has)", ("input",), "token",
           "the part of the input representation whose vectors are shown"),
     Param("target", "text", ("attention",), "empty: the source sentence",
           "the decoder's sentence of an encoder-decoder model"),
-    Param("stack", "encoder | decoder | cross", ("attention",), "encoder",
-          "the attention stack of an encoder-decoder model"),
+    Param("stack", "choice", ("attention",), "encoder", "the attention stack of an encoder-decoder model",
+          ("encoder", "decoder", "cross")),
     Param("layer", "integer", ("attention",), "0", "the layer (0-based)"),
     Param("head", "integer", ("attention",), "0", "the head (0-based)"),
     Param("hide_special", "true or false", ("attention",), "false",
           "drop the special tokens and renormalise each row"),
-    Param("against", "sinusoid | model", ("compare",), "sinusoid", "what the model is compared with"),
-    Param("layout", "interleaved | halves | t2t", ("compare",), "interleaved", "the sinusoid's column layout"),
+    Param("against", "choice", ("compare",), "sinusoid", "what the model is compared with", ("sinusoid", "model")),
+    Param("layout", "choice", ("compare",), "interleaved", "the sinusoid's column layout",
+          ("interleaved", "halves", "t2t")),
     Param("other", "text", ("compare",), "empty", "Hub id or local folder of the other model"),
     Param("seed", "integer", ("probes", "word_order"), "0", "the random seed (probe folds and pairs; the shuffle)"),
     Param("pairs", "integer", ("probes",), "512", "pairs drawn for the relative-order probe"),
-    Param("regression", "linear | ridge", ("probes",), "linear", "the absolute probe's regression"),
-    Param("probe_text", "builtin | sentence", ("probes",), "builtin", "the text of the layer probe"),
-    Param("permutation", "reverse | swap | shuffle | custom", ("word_order",), "swap", "how the words are permuted"),
-    Param("swap_i", "integer", ("word_order",), "1", "the first word swapped"),
-    Param("swap_j", "integer", ("word_order",), "the last word", "the second word swapped"),
+    Param("regression", "choice", ("probes",), "linear", "the absolute probe's regression", ("linear", "ridge")),
+    Param("probe_text", "choice", ("probes",), "prose", "the text of the layer probe", ("prose", "sentence")),
+    Param("permutation", "choice", ("word_order",), "swap", "how the words are permuted",
+          ("reverse", "swap", "shuffle", "custom")),
+    Param("swap_i", "integer (a word's index)", ("word_order",), "1", "the first word swapped"),
+    Param("swap_j", "integer (a word's index)", ("word_order",), "the last word", "the second word swapped"),
     Param("order", "word indices separated by spaces", ("word_order",), "empty", "a custom order of the words"),
     Param("without_positions", "true or false", ("word_order",), "false", "take the positional information out"),
-    Param("stage", "input | first | output", ("word_order",), "output", "the stage whose vectors are shown"),
+    Param("stage", "choice", ("word_order",), "output", "the stage whose vectors are shown",
+          ("input", "first", "output")),
     Param("count", "integer", ("properties",), "512 (or every position)", "positions 0 … N − 1 of the properties"),
     Param("length", "integer", ("properties",), "64", "word tokens per identical-word input"),
     Param("words", "integer", ("properties",), "16", "words the identical-word attention is averaged over"),

@@ -108,7 +108,7 @@ class PositionEncoding(ABC):
     has_bias: ClassVar[bool] = False
     #: What the vectors are, in a figure title ("position embeddings").
     vector_name: ClassVar[str] = "position embeddings"
-    #: Radio labels of :data:`METRICS` for vector schemes; empty for bias schemes.
+    #: What each of :data:`METRICS` is for this scheme's vectors (the radio's captions); empty for bias schemes.
     metric_names: ClassVar[dict[str, str]] = {}
     #: What the matched sinusoid's width is, in words (:attr:`reference_width`).
     width_meaning: ClassVar[str] = ""

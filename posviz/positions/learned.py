@@ -54,7 +54,7 @@ class PositionEmbeddings(PositionEncoding):
     formula: ClassVar[str] = (r"x_p = E_{\mathrm{token}}[t_p] + P[p + \mathrm{offset}]\ \big(+\, "
                               r"E_{\mathrm{segment}}[s_p]\ \text{where the model has segments}\big)")
     has_vectors: ClassVar[bool] = True
-    metric_names: ClassVar[dict[str, str]] = {"dot": "dot product P·Pᵀ", "cosine": "cosine"}
+    metric_names: ClassVar[dict[str, str]] = {"dot": "dot product P·Pᵀ", "cosine": "of unit vectors"}
 
     @property
     def matrix(self) -> np.ndarray:

@@ -39,7 +39,7 @@ class RelativeEmbeddings(PositionEncoding):
                               r"K^c_n Q^{r\top}_{\delta(n,m)}")
     has_vectors: ClassVar[bool] = True
     vector_name: ClassVar[str] = "relative embeddings"
-    metric_names: ClassVar[dict[str, str]] = {"dot": "dot product P·Pᵀ", "cosine": "cosine"}
+    metric_names: ClassVar[dict[str, str]] = {"dot": "dot product P·Pᵀ", "cosine": "of unit vectors"}
 
     def vectors(self, positions: np.ndarray) -> torch.Tensor:
         return self.tensor[torch.as_tensor(np.asarray(positions), device=self.tensor.device)]

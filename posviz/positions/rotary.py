@@ -55,7 +55,7 @@ class RotaryEncoding(PositionEncoding):
                               r"K(m, n) = \sum_i \cos\big((m - n)\,\theta_i\big),\quad \theta_i = b^{-2i/d}")
     has_vectors: ClassVar[bool] = True
     vector_name: ClassVar[str] = "rotation features [cos pθ, sin pθ]"
-    metric_names: ClassVar[dict[str, str]] = {"dot": "kernel K(m, n)", "cosine": "cosine"}
+    metric_names: ClassVar[dict[str, str]] = {"dot": "the kernel K(m, n)", "cosine": "of unit vectors"}
     width_meaning: ClassVar[str] = "the rotated dimensions"
     reference_note: ClassVar[str] = (
         "The rotary kernel K(m, n) = Σ_i cos((m − n)·θ_i) is the Gram matrix of the sinusoid of width {width} with "

@@ -1,16 +1,14 @@
 """AppTest shims and helpers shared by the app tests (tests/test_app*.py, and the page tests of other modules).
 
-Two shims make ``streamlit.testing.v1.AppTest`` behave like the browser (test-only); a test
-module gets them by importing the autouse fixture ``apptest_like_browser``:
+One shim makes ``streamlit.testing.v1.AppTest`` behave like the browser (test-only); a test
+module gets it by importing the autouse fixture ``apptest_like_browser``: AppTest's ``Selectbox``
+can only send one of its preset options (``options.index(value)``), so a value typed into an
+``accept_new_options`` selectbox cannot be sent. The shim sends the typed text as
+``string_value``, as the frontend does.
 
-* AppTest builds a fresh ``PagesManager`` for every run and resets the process-wide
-  ``PagesManager.uses_pages_directory`` to None; because ``pages/`` exists next to ``app.py`` it
-  then becomes True, so after ``switch_page`` Streamlit runs ``pages/<page>.py`` *directly* (legacy
-  multipage mode), without ``app.py`` and without the sidebar. In a real server ``st.navigation``
-  sets the flag to False once for the whole process; the shim keeps it False.
-* AppTest's ``Selectbox`` can only send one of its preset options (``options.index(value)``), so a
-  value typed into an ``accept_new_options`` selectbox cannot be sent. The shim sends the typed
-  text as ``string_value``, as the frontend does.
+(After ``switch_page`` AppTest runs ``pages/<page>.py`` directly, in Streamlit's legacy multipage
+mode, because ``pages/`` sits beside ``app.py``; the page then reruns itself through ``app.py``, as in
+a real server: :func:`posviz.app.navigation.current_model`.)
 """
 
 from __future__ import annotations
@@ -22,9 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from streamlit.proto.WidgetStates_pb2 import WidgetState
-from streamlit.runtime.pages_manager import PagesManager
 from streamlit.testing.v1 import AppTest
-from streamlit.testing.v1 import app_test as app_test_module
 from streamlit.testing.v1.element_tree import Selectbox
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository root
@@ -48,14 +44,6 @@ TITLES = {
 # ---------------------------------------------------------------- AppTest shims
 
 
-class _NavigationPagesManager(PagesManager):
-    """A PagesManager that keeps the app in st.navigation mode, as a running server does."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        PagesManager.uses_pages_directory = False
-
-
 def _selectbox_state(self: Selectbox) -> WidgetState:
     ws = WidgetState()
     ws.id = self.id
@@ -69,9 +57,7 @@ def _selectbox_state(self: Selectbox) -> WidgetState:
 
 @pytest.fixture(autouse=True)
 def apptest_like_browser(monkeypatch):
-    """Autouse in every module that imports it: the two shims above, undone after each test."""
-    monkeypatch.setattr(PagesManager, "uses_pages_directory", PagesManager.uses_pages_directory)  # restored after
-    monkeypatch.setattr(app_test_module, "PagesManager", _NavigationPagesManager)
+    """Autouse in every module that imports it: the shim above, undone after each test."""
     monkeypatch.setattr(Selectbox, "_widget_state", property(_selectbox_state))
 
 
