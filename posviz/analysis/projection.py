@@ -42,4 +42,4 @@ def project(vectors, method: str = "umap", n_components: int = 2, seed: int = 0)
         import umap
 
         return umap.UMAP(n_components=n_components, random_state=seed).fit_transform(x).astype(np.float32)
-    raise ValueError(f"method must be 'umap' or 'pca', not {method!r}")
+    raise ValueError(f"method must be one of {METHODS}, not {method!r}")
