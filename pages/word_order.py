@@ -41,6 +41,9 @@ with right:
     if permutation == "reverse":
         order = reverse_words(n)
     elif permutation == "swap":
+        if st.session_state.get("swap_words", words) != words:  # a new sentence: its own default pair
+            st.session_state["swap_i"], st.session_state["swap_j"] = (1 if n > 2 else 0), n - 1
+        st.session_state["swap_words"] = words
         c1, c2 = st.columns(2)
         i = c1.selectbox("Swap word", range(n), index=1 if n > 2 else 0, **url("swap_i"), help="The word's index (above).")
         j = c2.selectbox("with word", range(n), index=n - 1, **url("swap_j"))

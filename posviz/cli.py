@@ -41,8 +41,9 @@ def export_command(args: argparse.Namespace) -> int:
     Returns
     -------
     int
-        0 on success; 2 with a one-line message on stderr for an empty sentence, no browser for
-        images, a model that cannot be loaded, an unusable device, or a failed write.
+        0 on success; 2 with a one-line message on stderr for an empty sentence, an ``--out`` that
+        is a file, no browser for images, a model that cannot be loaded, an unusable device, or a
+        failed write.
     """
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     from tqdm import tqdm
@@ -57,6 +58,8 @@ def export_command(args: argparse.Namespace) -> int:
     sentence = standard_set.DEFAULT_SENTENCE if args.sentence is None else args.sentence
     if not sentence.strip():
         return _fail("--sentence is empty; give a sentence for the input and attention figures.")
+    if args.out.exists() and not args.out.is_dir():
+        return _fail(f"--out {args.out} is a file; give a folder (it is created where missing).")
     if not args.no_images:
         try:
             export.require_browser()

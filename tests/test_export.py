@@ -217,6 +217,14 @@ def test_bad_model_is_one_line_and_exit_code_2(cli, tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+def test_an_out_that_is_a_file_is_refused_in_one_line(cli, tmp_path):
+    (tmp_path / "taken").write_text("not a folder")
+    code, out, err = cli("export", "--out", str(tmp_path / "taken"), "--no-images")
+    assert code == 2 and out == ""
+    assert err.strip().splitlines() == [f"posviz: error: --out {tmp_path / 'taken'} is a file; give a folder (it is "
+                                        "created where missing)."]
+
+
 def test_no_browser_names_the_fix(cli, tmp_path, monkeypatch):
     monkeypatch.setenv("BROWSER_PATH", str(tmp_path / "no-chrome"))
     code, out, err = cli("export", "--out", str(tmp_path / "out"))

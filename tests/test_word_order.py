@@ -318,6 +318,18 @@ def test_page_prints_the_library_values(bundled_lm):
     assert not at.exception and "exactly once" in at.warning[0].value
 
 
+def test_a_new_sentence_gets_its_own_default_swap():
+    at = open_page("word_order")
+    assert (at.selectbox(key="swap_i").value, at.selectbox(key="swap_j").value) == (1, 4)
+    at.text_input(key="text").input("one two three four five six seven").run()
+    assert_clean(at, "word_order")
+    assert (at.selectbox(key="swap_i").value, at.selectbox(key="swap_j").value) == (1, 6)
+    assert any("Swapping **two** and **seven**." in c.value for c in at.caption)
+    at.text_input(key="text").input("one two").run()
+    assert (at.selectbox(key="swap_i").value, at.selectbox(key="swap_j").value) == (0, 1)
+    assert not [i.value for i in at.info if "nothing to compare" in i.value]
+
+
 def test_page_on_alibi_says_why_there_is_no_switch(tiny_path):
     at = open_page("word_order", query_params={"model": str(tiny_path("bloom"))})
     assert_clean(at, "word_order")

@@ -64,7 +64,7 @@ PARAMS: dict[str, Param] = {p.name: p for p in (
           "T5: encoder, decoder)"),
     Param("metric", "choice", ("similarity", "compare", "properties"), "dot (cosine on Compare)",
           "similarity of position vectors: dot product (the rotary kernel) or cosine", ("dot", "cosine")),
-    Param("range", "two integers", ("similarity", "compare"), "the first 2 048 positions",
+    Param("range", "two integers, as range=FIRST&range=LAST", ("similarity", "compare"), "the first 2 048 positions",
           "first and last position (row) shown"),
     Param("q", "integer", ("similarity", "compare"), "128 (or the last position)",
           'the position of "position q against all"'),
@@ -111,3 +111,16 @@ PARAMS: dict[str, Param] = {p.name: p for p in (
     Param("words", "integer", ("properties",), "16", "words the identical-word attention is averaged over"),
     Param("keep_special", "true or false", ("properties",), "false", "keep the special tokens in the attention"),
 )}
+
+
+def markdown_table() -> str:
+    """The contract as the README's table ("URL parameters"): one row per parameter.
+
+    ``python -c "from posviz.app.urls import markdown_table; print(markdown_table())"`` prints it.
+    """
+    def row(p: Param) -> str:
+        pages = "every page (sidebar)" if p.pages == EVERY_PAGE else ", ".join(p.pages)
+        return f"| `{p.name}` | {p.written} | {pages} | {p.default} | {p.meaning} |"
+
+    head = "| parameter | values | pages | default | what it sets |\n|---|---|---|---|---|\n"
+    return head + "\n".join(row(p) for p in PARAMS.values()) + "\n"

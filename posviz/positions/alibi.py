@@ -82,8 +82,8 @@ class AlibiBias(PositionEncoding):
                 "Heads with small slopes look far, heads with large slopes look near.")
 
     def signature(self) -> Signature:
-        return Signature("ALiBi slope of each head", "head", "slope", "slope", {"slope": self.slopes}, log_y=True,
-                         markers=True)
+        return Signature("ALiBi slope of each head", "head", "slope", "slope", {"slope": self.slopes}, x_name="heads",
+                         log_y=True, markers=True)
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,7 @@ class Signature:
     x : np.ndarray or None
         The x of each value (default: 0 .. k - 1).
     x_name : str
-        What x is called in a download ("offsets").
+        What x is called in a download ("positions", "offsets").
     log_y, markers : bool
     caption : str
         One sentence under the figure (what to look for).
@@ -62,7 +62,7 @@ class Signature:
     name: str
     series: dict[str, np.ndarray]
     x: np.ndarray | None = None
-    x_name: str = "x"
+    x_name: str = "positions"
     log_y: bool = False
     markers: bool = False
     caption: str = ""

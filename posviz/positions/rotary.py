@@ -124,7 +124,7 @@ class RotaryEncoding(PositionEncoding):
     def signature(self) -> Signature:
         theta = self.frequencies
         return Signature(f"Rotation frequency of each dimension pair ({self.rotary_dim} rotated dims)", "pair i",
-                         "radians per position", "theta", {"θ_i": theta}, log_y=True, markers=True,
+                         "radians per position", "theta", {"θ_i": theta}, x_name="pairs", log_y=True, markers=True,
                          caption=f"Fastest pair turns {theta[0]:.3g} rad per position; the slowest {theta[-1]:.3g} "
                                  f"(a full turn every {2 * np.pi / theta[-1]:,.0f} positions).")
 

@@ -462,11 +462,16 @@ def layer_probe_figure(mae: np.ndarray, title: str, baseline: float | None = Non
     return fig
 
 
+def ordinal(k: int) -> str:
+    """``2`` -> ``"2nd"``, ``11`` -> ``"11th"``, ``23`` -> ``"23rd"``."""
+    suffix = "th" if 10 <= k % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(k % 10, "th")
+    return f"{k}{suffix}"
+
+
 def stride_text(step: int) -> str:
     """", every 64th position" for a stride over a long range (empty for step 1), with the warning
     that matters: what oscillates faster than the stride is aliased, not averaged."""
     if step <= 1:
         return ""
-    suffix = "th" if 10 <= step % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(step % 10, "th")
-    return f", every {step}{suffix} position (faster oscillations alias)"
+    return f", every {ordinal(step)} position (faster oscillations alias)"
 

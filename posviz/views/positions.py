@@ -118,7 +118,7 @@ def q_profile(m: PositionMatrix, q: int, *, head: int | None = None) -> View:
     fig = figures.row_profile_figure(profile, q_label, title, m.label + (" ÷ max" if relative else ""), x=m.labels)
     caption = ""
     if relative:
-        every = f" (every {m.step}th)" if m.step > 1 else ""
+        every = f" (every {figures.ordinal(m.step)})" if m.step > 1 else ""
         caption = f"r(j) = G[q, j] / max_j G[q, j] with G = {m.label} over all {m.rows} {m.axis_label}s{every}."
     return View(fig, title, {"profile": profile, "positions": m.labels}, caption)
 
@@ -163,7 +163,7 @@ def kernel_bands(encoding: PositionEncoding, span: int) -> View:
              for b in range(len(encoding.bands))]
     series = {"all frequencies": encoding.kernel_by_offset(offsets),
               **{name: encoding.kernel_by_offset(offsets, band) for name, band in zip(names, encoding.bands)}}
-    title = "K(m, m + k) against the offset k" + (f" (every {step}th)" if step > 1 else "")
+    title = "K(m, m + k) against the offset k" + (f" (every {figures.ordinal(step)})" if step > 1 else "")
     fig = figures.line_figure(series, title, "offset k", "K", x=offsets)
     return View(fig, title, {"kernel": np.stack(list(series.values())), "offsets": offsets},
                 "The kernel depends on the offset only. Fast pairs tell near positions apart and average out "
@@ -178,8 +178,8 @@ def signature(encoding: PositionEncoding) -> View | None:
     Returns
     -------
     View or None
-        Arrays: the values under the signature's ``name`` ([k], or [series, k]), and its x under
-        ``x_name`` where it has one.
+        Arrays: the values under the signature's ``name`` ([k], or [series, k]), and their x
+        (positions, pairs, heads, offsets) under ``x_name``.
     """
     found = encoding.signature()
     if found is None:
@@ -187,10 +187,9 @@ def signature(encoding: PositionEncoding) -> View | None:
     fig = figures.line_figure(found.series, found.title, found.xlabel, found.ylabel, x=found.x,
                               markers=found.markers, log_y=found.log_y)
     values = np.stack(list(found.series.values()))
-    arrays = {found.name: values[0] if len(values) == 1 else values}
-    if found.x is not None:
-        arrays[found.x_name] = found.x
-    return View(fig, found.title, arrays, found.caption)
+    x = np.arange(values.shape[-1]) if found.x is None else found.x
+    return View(fig, found.title, {found.name: values[0] if len(values) == 1 else values, found.x_name: x},
+                found.caption)
 
 
 def parse_boundaries(text: str, num_positions: int) -> tuple[list[int], list[str]]:
