@@ -1,7 +1,7 @@
 """The probes of Wang & Chen (EMNLP 2020) and the Probes page.
 
 Library: the absolute probe reads the interleaved sinusoid exactly, the relative probe misorders
-about 5 % of its pairs (the reference, section 4), a random matrix is not readable, the bundled
+about 5 % of its pairs (docs/references.md, "Reference values"), a random matrix is not readable, the bundled
 model's table is; the per-layer probe reads the model's own hidden states. Page (AppTest): the
 table and the figures hold the library's values, on the bundled model and on a tiny BLOOM
 (ALiBi: no table to probe, the layer probe still works).

@@ -1,11 +1,11 @@
 """Every positional scheme posviz shows, checked against the model's own code or the reference values.
 
-Tiny checkpoints are built by conftest (``SCHEME_FAMILIES`` and ``FAMILIES``), saved, and loaded
-through ``posviz.load_model(str(path))``. The ground truth is never a copy of posviz's formula:
-it is the family's own rotary module and ``apply_rotary_pos_emb``, its own ALiBi builder, its own
-``compute_bias`` / ``_relative_position_bucket`` / ``compute_position_bias``, the tables its modules
-hold (and what they output in a forward pass), ``get_rel_embedding()``, or the computed values of
-the positional-schemes reference (section 3).
+Tiny checkpoints are built by ``tests/support/tiny_models.py`` (``SCHEME_FAMILIES`` and ``FAMILIES``),
+saved, and loaded through ``posviz.load_model(str(path))``. The ground truth is never a copy of posviz's
+formula: it is the family's own rotary module and ``apply_rotary_pos_emb``, its own ALiBi builder, its
+own ``compute_bias`` / ``_relative_position_bucket`` / ``compute_position_bias``, the tables its modules
+hold (and what they output in a forward pass), ``get_rel_embedding()``, or the reference values of
+``docs/references.md``.
 """
 
 from __future__ import annotations
@@ -169,7 +169,7 @@ def test_yarn_scaling_is_in_the_kernel(tiny_lm, reference):
 
 # ------------------------------------------------------------------------------------------ ALiBi
 
-_REFERENCE_SLOPES = {  # reference, section 3
+_REFERENCE_SLOPES = {  # docs/references.md, "Reference values"
     8: [2.0 ** -k for k in range(1, 9)],
     12: [2.0 ** -k for k in range(1, 9)] + [2.0 ** -0.5, 2.0 ** -1.5, 2.0 ** -2.5, 2.0 ** -3.5],
     16: [2.0 ** (-k / 2) for k in range(1, 17)],
@@ -320,7 +320,7 @@ def _changes(b: np.ndarray, ks: np.ndarray) -> list[int]:
 
 
 def test_t5_bidirectional_bucket_edges(tiny_lm):
-    """Reference, section 3 (bidirectional, 32 buckets, max_distance 128)."""
+    """docs/references.md, "Reference values" (bidirectional, 32 buckets, max_distance 128)."""
     enc = _t5_encodings(tiny_lm)["encoder"]
     assert enc.buckets(np.array([0]))[0] == 0
     np.testing.assert_array_equal(enc.buckets(-np.arange(1, 8)), np.arange(1, 8))
@@ -334,7 +334,7 @@ def test_t5_bidirectional_bucket_edges(tiny_lm):
 
 
 def test_t5_causal_bucket_edges(tiny_lm):
-    """Reference, section 3: decoder (causal) buckets change at |rel| = 1..16, 19, 21, ..., 113."""
+    """docs/references.md, "Reference values": decoder (causal) buckets change at |rel| = 1..16, 19, 21, ..., 113."""
     enc = _t5_encodings(tiny_lm)["decoder"]
     ks = np.arange(0, 2001)
     b = enc.buckets(-ks)

@@ -250,7 +250,7 @@ def _llama_yarn():
 
 
 def _bloom_heads(heads: int):
-    # 12 heads: not a power of two, the extra odd-power slopes of the reference, section 2
+    # 12 heads: not a power of two, the extra odd-power slopes of the formula (docs/references.md, "Formulas")
     return lambda: BloomConfig(vocab_size=VOCAB, hidden_size=4 * heads, n_layer=1, n_head=heads,
                                pad_token_id=0, bos_token_id=101, eos_token_id=102)
 
