@@ -48,6 +48,19 @@ class ModelTooLargeError(ModelLoadError):
         self.budget = budget
 
 
+def short_name(name: str) -> str:
+    """The short name of a model name (:attr:`LoadedModel.short_name`).
+
+    Examples
+    --------
+    >>> short_name("FacebookAI/roberta-base"), short_name("./models/tiny-bert/"), short_name(BUNDLED_NAME)
+    ('roberta-base', 'tiny-bert', 'all-MiniLM-L6-v2')
+    """
+    if name == BUNDLED_NAME:
+        return BUNDLED_NAME.removesuffix(" (bundled)")
+    return name.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1] or name
+
+
 def bundled_model_path() -> str:
     """Folder of the bundled all-MiniLM-L6-v2 (BERT architecture, 512 positions x 384).
 
@@ -114,6 +127,16 @@ class LoadedModel:
     def config(self):
         """The model's transformers config."""
         return self.model.config
+
+    @property
+    def short_name(self) -> str:
+        """The name a figure or a file carries: a repository's name without its organisation, a
+        folder's last part (never the path), ``all-MiniLM-L6-v2`` for the bundled model.
+
+        Examples: ``"FacebookAI/roberta-base"`` -> ``"roberta-base"``, ``"/data/models/my-bert/"`` ->
+        ``"my-bert"``.
+        """
+        return short_name(self.name)
 
     @property
     def model_type(self) -> str:
