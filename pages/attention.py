@@ -23,7 +23,7 @@ text, text_pair = sentence_inputs(lm)
 target = None
 if encoder_decoder:
     target = text_field(
-        st, "Target sentence (decoder input)", "target", placeholder="empty: the source sentence",
+        st, "Target sentence (decoder input)", "target", lm, placeholder="empty: the source sentence",
         help="What the decoder reads: the target is tokenized as labels and shifted one token to the "
              "right behind the decoder start token, as in training. Empty: the (first) source sentence.")
 if not text.strip():
@@ -50,15 +50,17 @@ num_layers, num_heads = stack_patterns.shape[:2]
 layer = index_slider(c1, "Layer", num_layers, "layer")
 head = index_slider(c2, "Head", num_heads, "head")
 hide = c3.toggle("Hide special tokens", **url("hide_special"),
-                 help="Drop [CLS], [SEP], BOS/EOS … and renormalise each row to sum to 1.")
+                 help="Drop [CLS], [SEP], BOS/EOS … and renormalise each row to sum to 1; beside each pattern, how "
+                      f"much of each row was hidden; rows with under {views.VISIBLE_AT_LEAST:.0%} left are greyed.")
 
-patterns = stack_patterns[layer]
+patterns, hidden = stack_patterns[layer], None
 if hide:
-    patterns, query_tokens, key_tokens = without_special(patterns, query_tokens, key_tokens,
-                                                         set(lm.tokenizer.all_special_tokens))
+    patterns, query_tokens, key_tokens, hidden = without_special(patterns, query_tokens, key_tokens,
+                                                                 set(lm.tokenizer.all_special_tokens))
+shown = dict(layer=layer, stack=stack, hidden=hidden)
 left, right = st.columns(2)
 with left:
-    show(views.attention_head(patterns, query_tokens, key_tokens, layer=layer, head=head, stack=stack))
+    show(views.attention_head(patterns, query_tokens, key_tokens, head=head, **shown))
 with right:
-    show(views.attention_mean(patterns, query_tokens, key_tokens, layer=layer, stack=stack))
-show(views.attention_grid(patterns, query_tokens, key_tokens, layer=layer, stack=stack))
+    show(views.attention_mean(patterns, query_tokens, key_tokens, **shown))
+show(views.attention_grid(patterns, query_tokens, key_tokens, **shown))

@@ -65,7 +65,7 @@ require_weights(lm, "through every layer")
 source = st.radio("Text", list(TEXTS), captions=list(TEXTS.values()), horizontal=True, **url("probe_text"),
                   help="The built-in prose is the opening chapter of Jane Austen's Pride and Prejudice (1813, "
                        "public domain), longer than 512 tokens; the sentence is shared with the other pages.")
-text = text_field(st, "Sentence", "text", value=DEFAULT_TEXT) if source == "sentence" else BUILTIN_TEXT
+text = text_field(st, "Sentence", "text", lm, value=DEFAULT_TEXT) if source == "sentence" else BUILTIN_TEXT
 try:
     with st.spinner("Running the model and one probe per layer …"):
         layers = caches.layer_probe(key, text, seed, regression)

@@ -6,7 +6,7 @@ from posviz.app import caches
 from posviz.app.downloads import show
 from posviz.app.notices import require_vectors
 from posviz.app.navigation import current_model
-from posviz.app.widgets import choose_encoding, url
+from posviz.app.widgets import choose_encoding, clip_state, url
 from posviz.views import positions
 
 key, lm = current_model()
@@ -25,10 +25,18 @@ typed = c3.text_input("Range boundaries (positions where a new colour starts)",
                            "(BERT's two pre-training phases).")
 path = c4.toggle("Path p → p+1", **url("path"))
 
+clip_state("range", 0, n - 1)
+first, last = st.slider("Positions", 0, n - 1, (0, n - 1), **url("range"),
+                        help="The positions projected (every k-th beyond 2 048).")
+
 boundaries, ignored = positions.parse_boundaries(typed, n)
 for part in ignored:
     st.warning(f"'{part}' is not a position between 1 and {n - 1}; it is ignored.", icon=":material/warning:")
 
-with st.spinner(f"Running {method.upper()} on {n} positions …"):
-    coords, rows = caches.projection(key, encoding.component, method, dims)
+try:
+    with st.spinner(f"Running {method.upper()} on positions {first}–{last} …"):
+        coords, rows = caches.projection(key, encoding.component, method, dims, first, last)
+except ValueError as exc:  # fewer positions than dimensions
+    st.info(str(exc), icon=":material/info:")
+    st.stop()
 show(positions.projection(coords, rows, encoding.vector_name, method=method, boundaries=boundaries, path=path))

@@ -20,7 +20,7 @@ st.markdown("Does the model care about word order? The same sentence runs twice,
             "Then the positional information is removed, and the two runs hold the same tokens and nothing else.")
 
 require_weights(lm, "through the whole model, twice")
-text = text_field(st, "Sentence", "text", value=DEFAULT_TEXT)
+text = text_field(st, "Sentence", "text", lm, value=DEFAULT_TEXT)
 if not text.strip():
     st.info("Type a sentence above to permute its words.", icon=":material/edit:")
     st.stop()

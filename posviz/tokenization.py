@@ -227,3 +227,49 @@ def split_words(lm: LoadedModel, text: str) -> SentenceWords:
         else:
             words.append(tok.convert_tokens_to_string([encoded.tokens[i] for i in where]).strip())
     return SentenceWords(tokens=encoded.tokens, word_of=word_of, words=words, truncated=encoded.truncated)
+
+
+@dataclass(frozen=True)
+class TypedSpecialToken:
+    """A tokenizer's special token typed into a sentence, and how the tokenizer took it.
+
+    Attributes
+    ----------
+    text : str
+        What was typed ("[SEP]", "<s>").
+    special : bool
+        True: the tokenizer read it as its special token (the model sees that token there);
+        False: as plain text, in the pieces of ``pieces``.
+    pieces : list of str
+        The tokens it became.
+    """
+
+    text: str
+    special: bool
+    pieces: list[str]
+
+
+def typed_special_tokens(lm: LoadedModel, text: str) -> list[TypedSpecialToken]:
+    """The tokenizer's special tokens ("[CLS]", "[SEP]", "<s>", "</s>" …) that ``text`` contains,
+    each with how the tokenizer read it (a Rust tokenizer reads them as the special token; some
+    tokenizers split them into characters).
+
+    Parameters
+    ----------
+    lm : LoadedModel
+    text : str
+
+    Returns
+    -------
+    list of TypedSpecialToken
+        In the order of the tokenizer's special tokens; empty for most sentences.
+    """
+    tok = lm.tokenizer
+    if tok is None or not text:
+        return []
+    found = []
+    for special in dict.fromkeys(tok.all_special_tokens):
+        if len(special) > 1 and special in text:
+            pieces = tok.tokenize(special)
+            found.append(TypedSpecialToken(special, pieces == [special], pieces))
+    return found

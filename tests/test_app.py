@@ -14,6 +14,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import posviz
+from posviz.views import attention as views
 from posviz.app.widgets import DEFAULT_TEXT, DEFAULT_TEXT_PAIR
 from tests.support.apptest import apptest_like_browser  # noqa: F401  the autouse AppTest shims
 from tests.support.apptest import TITLES, arr, assert_clean, figures, open_page
@@ -235,15 +236,26 @@ def test_attention_layer_head_grid_and_hide_special(bundled_lm):
     for h, trace in enumerate(grid["data"]):
         np.testing.assert_allclose(arr(trace["z"]), expected[h], atol=1e-5)
 
-    at.toggle(key="hide_special").set_value(True).run()
+    at.slider(key="head").set_value(4)
+    at.toggle(key="hide_special").set_value(True).run()  # layer 3, head 4 puts most of 6 rows on [CLS] / [SEP]
     assert_clean(at, "attention")
     head = figures(at)[0]
     tokens = list(head["layout"]["xaxis"]["ticktext"])
-    assert tokens == [t for t in DEFAULT_TOKENS if t not in ("[CLS]", "[SEP]")]
-    assert len(tokens) == 10
-    z = arr(head["data"][0]["z"])
+    words = [i for i, t in enumerate(DEFAULT_TOKENS) if t not in ("[CLS]", "[SEP]")]
+    assert tokens == [DEFAULT_TOKENS[i] for i in words]
+    traces = {t["name"]: t for t in head["data"]}
+    z = arr(traces["weight"]["z"])
     assert z.shape == (10, 10)
-    np.testing.assert_allclose(z.sum(axis=1), 1.0, atol=1e-5)
+    # the share of each row hidden with the special tokens, shown beside the pattern
+    kept = expected[4][np.ix_(words, words)].sum(axis=1)
+    np.testing.assert_allclose(arr(traces["hidden"]["z"]).ravel(), 1 - kept, atol=1e-5)
+    greyed = kept < views.VISIBLE_AT_LEAST
+    assert greyed.sum() == 6
+    assert np.isnan(z[greyed]).all()  # not rescaled into strong attention
+    np.testing.assert_allclose(z[~greyed].sum(axis=1), 1.0, atol=1e-5)
+    labels = list(head["layout"]["yaxis"]["ticktext"])
+    assert [label.startswith("⊘ ") for label in labels] == list(greyed)
+    assert "under 10% of their attention" in head["layout"]["title"]["subtitle"]["text"]
 
 
 # ---------------------------------------------------------------- bad model id

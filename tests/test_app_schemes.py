@@ -25,7 +25,7 @@ from posviz.app.widgets import DEFAULT_TEXT, DEFAULT_TEXT_PAIR
 from posviz.hooks import resolve
 from posviz.views.limits import MAX_POSITIONS
 from tests.support.apptest import apptest_like_browser  # noqa: F401  the autouse AppTest shims
-from tests.support.apptest import TITLES, arr, assert_clean, figures, open_page
+from tests.support.apptest import TITLES, title_text, arr, assert_clean, figures, open_page
 from tests.support.tiny_models import VOCAB, bundled_path
 
 FAMILIES = {"llama": "rotary", "gptj": "rotary", "bloom": "alibi", "t5": "relative_bias", "marian": "sinusoidal"}
@@ -60,10 +60,6 @@ def assert_explained(at, encoding) -> None:
     latex = [e.value for e in at.get("latex")]
     assert encoding.formula and any(encoding.formula in v for v in latex), latex
     assert encoding.describe() in [c.value for c in at.main.caption]
-
-
-def title(fig: dict) -> str:
-    return fig["layout"]["title"]["text"]
 
 
 def traces_by_name(fig: dict) -> dict[str, dict]:
@@ -110,7 +106,7 @@ def test_model_typed_into_sidebar(path_of, encodings_of):
 
     at.switch_page("pages/similarity.py").run()
     assert_clean(at, "similarity")
-    assert title(figures(at)[0]).startswith("K(m, n), positions 0–127")
+    assert title_text(figures(at)[0]).startswith("K(m, n), positions 0–127")
 
 
 # ---------------------------------------------------------------- rotary (Llama, GPT-J)
@@ -127,7 +123,7 @@ def test_rotary_similarity_kernel_and_bands(path_of, encodings_of, family):
     heat, profile, kernel = figures(at)
 
     g = posviz.similarity(enc.vectors(np.arange(n)), "dot")
-    assert title(heat).startswith(f"K(m, n), positions 0–{n - 1}<br>")
+    assert title_text(heat).startswith(f"K(m, n), positions 0–{n - 1}<br>")
     (h,) = heat["data"]
     assert h["type"] == "heatmap"
     np.testing.assert_allclose(arr(h["z"]), g, rtol=1e-5, atol=1e-5)
@@ -138,7 +134,7 @@ def test_rotary_similarity_kernel_and_bands(path_of, encodings_of, family):
     q = at.number_input(key="q").value
     np.testing.assert_allclose(arr(profile["data"][0]["y"]), g[q] / g[q].max(), rtol=1e-5, atol=1e-6)
 
-    assert title(kernel) == "K(m, m + k) against the offset k"
+    assert title_text(kernel) == "K(m, m + k) against the offset k"
     lines = traces_by_name(kernel)
     assert list(lines) == ["all frequencies", "band 1 (fastest)", "band 2", "band 3", "band 4 (slowest)"]
     np.testing.assert_array_equal(arr(lines["all frequencies"]["x"]), np.arange(n))
@@ -161,7 +157,7 @@ def test_rotary_model_page_frequencies(path_of, encodings_of, family):
     assert theta.shape == (enc.rotary_dim // 2,)
     np.testing.assert_allclose(theta, enc.frequencies, rtol=1e-6)
     assert fig["layout"]["yaxis"]["type"] == "log"
-    assert f"({enc.rotary_dim} rotated dims)" in title(fig)
+    assert f"({enc.rotary_dim} rotated dims)" in title_text(fig)
     assert_explained(at, enc)
 
 
@@ -170,7 +166,7 @@ def test_rotary_projection_pca(path_of, encodings_of, family):
     (enc,) = encodings_of(family)
     at = open_scheme(path_of(family), "projection")
     (fig,) = figures(at)
-    assert "rotation features" in title(fig)
+    assert "rotation features" in title_text(fig)
     points = np.concatenate([np.stack([arr(t["x"]), arr(t["y"])], axis=1) for t in fig["data"]])
     assert points.shape == (enc.num_positions, 2)
     assert np.isfinite(points).all() and points.std(axis=0).min() > 0
@@ -205,14 +201,14 @@ def test_alibi_heads_small_multiples_and_one_head(path_of, encodings_of):
     (fig,) = figures(at)
     assert [t["type"] for t in fig["data"]] == ["heatmap"] * enc.heads
     expected, block = block_mean(enc.bias(np.arange(n)), 96)
-    assert block > 1 and f"means of {block}×{block} blocks" in title(fig)
+    assert block > 1 and f"means of {block}×{block} blocks" in title_text(fig)
     for h, trace in enumerate(fig["data"]):
         assert_same(arr(trace["z"]), expected[h], rtol=1e-5, atol=1e-6)
 
     at.slider(key="range").set_value((0, 95)).run()
     assert_clean(at, "similarity")
     (fig,) = figures(at)
-    assert "blocks" not in title(fig)
+    assert "blocks" not in title_text(fig)
     bias = enc.bias(np.arange(96))
     for h, trace in enumerate(fig["data"]):
         z = arr(trace["z"])
@@ -284,7 +280,7 @@ def test_t5_model_page_bias_by_offset(path_of, encodings_of):
     encodings = encodings_of("t5")
     at = open_scheme(path_of("t5"), "model")
     figs = figures(at)
-    assert [title(f) for f in figs] == ["Relative bias by offset (encoder)", "Relative bias by offset (decoder)"]
+    assert [title_text(f) for f in figs] == ["Relative bias by offset (encoder)", "Relative bias by offset (decoder)"]
     offsets = np.arange(-160, 161)
     for fig, enc in zip(figs, encodings):
         expected = enc.by_offset(offsets)
@@ -305,7 +301,7 @@ def test_marian_sinusoid_similarity(path_of, encodings_of, tiny_lm):
     at = open_scheme(path_of("marian"), "similarity")
     assert any(posviz.SinusoidalEmbeddings.label in c.value for c in at.sidebar.caption)
     heat = figures(at)[0]
-    assert title(heat).startswith(f"P·Pᵀ, positions 0–{n - 1}")
+    assert title_text(heat).startswith(f"P·Pᵀ, positions 0–{n - 1}")
     expected = posviz.similarity(posviz.sinusoidal(n, d, "halves"), "dot")
     np.testing.assert_allclose(arr(heat["data"][0]["z"]), expected, atol=1e-4, rtol=1e-4)
     assert_explained(at, enc)
@@ -344,16 +340,16 @@ def test_long_context_rotary_by_stride(long_llama):
     assert z.shape[0] <= MAX_POSITIONS and z.shape[0] == z.shape[1]
     assert np.isfinite(z).all()
     assert re.search(rf"positions 0–{LONG - 1}, every {step}th position \(faster oscillations alias\)",
-                     title(heat)), title(heat)
+                     title_text(heat)), title_text(heat)
     enc = posviz.load_model(long_llama).encodings[0]
     assert enc.num_positions == LONG
     expected, block = block_mean(posviz.similarity(enc.vectors(np.arange(0, LONG, step)), "dot"), cells)
     if block > 1:
-        assert f"means of {block}×{block} blocks" in title(heat), title(heat)
+        assert f"means of {block}×{block} blocks" in title_text(heat), title_text(heat)
     np.testing.assert_allclose(z, expected, rtol=1e-5, atol=1e-4)
     x = arr(heat["data"][0]["x"])
     assert x[0] == 0 and np.all(np.diff(x) == step * block)
 
     assert arr(profile["data"][0]["y"]).shape == (MAX_POSITIONS,)
-    assert f"(every {step}th)" in title(kernel)
+    assert f"(every {step}th)" in title_text(kernel)
     assert all(arr(t["y"]).shape == (MAX_POSITIONS,) for t in kernel["data"])

@@ -283,8 +283,9 @@ def test_attention_page_encoder_decoder_stacks(deep_decoder_t5):
     head = figures(at)[0]
     assert list(head["layout"]["yaxis"]["ticktext"]) == [t for t in att.decoder_tokens if t not in special]
     assert list(head["layout"]["xaxis"]["ticktext"]) == [t for t in att.tokens if t not in special]
-    np.testing.assert_allclose(arr(head["data"][0]["z"]),
-                               without_tokens(att.cross_patterns[1], keep_rows, keep_cols)[1], atol=1e-5)
+    (weights,) = [t for t in head["data"] if t["name"] == "weight"]
+    np.testing.assert_allclose(arr(weights["z"]), without_tokens(att.cross_patterns[1], keep_rows, keep_cols)[1],
+                               atol=1e-5)
 
 
 def test_attention_page_stack_from_url(tiny_path, tiny_lm):

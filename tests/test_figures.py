@@ -25,7 +25,7 @@ def test_heads_grid_of_a_long_input_sends_block_means():
     rng = np.random.default_rng(0)
     patterns = rng.random((12, 512, 512)).astype(np.float32)
     fig = figures.heads_grid(patterns, "Layer 0")
-    assert "means of 6×6 blocks" in fig.layout.title.text
+    assert "means of 6×6 blocks" in fig.layout.title.subtitle.text
     assert all(trace.z.shape == (86, 86) for trace in fig.data)
     np.testing.assert_allclose(fig.data[3].z[0, 0], patterns[3, :6, :6].mean(), rtol=1e-6)
     assert len(pio.to_json(fig, validate=False)) < 1_000_000  # 17.7 MB when every cell was sent

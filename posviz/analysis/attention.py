@@ -244,9 +244,9 @@ def without_tokens(patterns: np.ndarray, keep: np.ndarray, keep_keys: np.ndarray
 
 
 def without_special(patterns: np.ndarray, query_tokens: list[str], key_tokens: list[str], special: set[str]
-                    ) -> tuple[np.ndarray, list[str], list[str]]:
+                    ) -> tuple[np.ndarray, list[str], list[str], np.ndarray]:
     """Attention patterns without the special tokens ([CLS], [SEP], BOS …), rows renormalised
-    (:func:`without_tokens`).
+    (:func:`without_tokens`), with how much of each row was hidden.
 
     Parameters
     ----------
@@ -260,10 +260,16 @@ def without_special(patterns: np.ndarray, query_tokens: list[str], key_tokens: l
     -------
     patterns, query_tokens, key_tokens
         Unchanged where every query or every key is special (nothing would be left).
+    hidden : np.ndarray
+        float32 [..., kept queries]: the share of each kept row's weight that was on the dropped
+        keys, before renormalising (0 where nothing was dropped). A row with ``hidden`` near 1
+        is rescaled from almost nothing: a view must not show it as strong attention.
     """
     keep_rows = np.array([t not in special for t in query_tokens])
     keep_cols = np.array([t not in special for t in key_tokens])
     if not (keep_rows.any() and keep_cols.any()):
-        return patterns, query_tokens, key_tokens
+        return patterns, query_tokens, key_tokens, np.zeros(patterns.shape[:-1], dtype=np.float32)
+    kept = patterns[..., keep_rows, :]
+    hidden = 1 - kept[..., keep_cols].sum(axis=-1)
     return (without_tokens(patterns, keep_rows, keep_cols), [t for t, k in zip(query_tokens, keep_rows) if k],
-            [t for t, k in zip(key_tokens, keep_cols) if k])
+            [t for t, k in zip(key_tokens, keep_cols) if k], np.clip(hidden, 0, 1).astype(np.float32))

@@ -67,10 +67,12 @@ def sinusoid_matrix(width: int, layout: str, metric: str, first: int, last: int)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def projection(key: ModelKey, component: str, method: str, dims: int) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`posviz.views.positions.projection_coordinates` of a component: (coords, positions)."""
+def projection(key: ModelKey, component: str, method: str, dims: int, first: int, last: int
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`posviz.views.positions.projection_coordinates` of a component over rows ``first .. last``:
+    (coords, positions)."""
     warm_up().wait()
-    return positions.projection_coordinates(encoding(key, component), method, dims)
+    return positions.projection_coordinates(encoding(key, component), method, dims, first, last)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)

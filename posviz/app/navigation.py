@@ -11,7 +11,7 @@ from pathlib import Path
 import streamlit as st
 
 from posviz.app import sidebar
-from posviz.app.notices import page_failed
+from posviz.app.notices import page_failed, unusable_values
 from posviz.app.warmup import warm_up
 from posviz.loading import LoadedModel
 from posviz.store import ModelKey
@@ -46,17 +46,29 @@ def _navigation(position: str = "sidebar"):
 
 def main() -> None:
     """Configure the page, draw the navigation and the sidebar, start the warm-up, and run the chosen
-    page; an unexpected failure of a page becomes a message (:func:`posviz.app.notices.page_failed`)."""
+    page; an unexpected failure of a page becomes a message (:func:`posviz.app.notices.page_failed`).
+
+    Above every page: a banner where the model asked for could not be shown (the sidebar may be
+    collapsed, as on a projector), and a notice for each value of the link that could not be used.
+    """
     st.set_page_config(page_title="posviz · position embeddings", page_icon=str(ICON), layout="wide")
+    linked = {name: st.query_params.get_all(name) for name in st.query_params}  # before any widget runs
     page = _navigation()
     warm_up()
-    _run.model = sidebar.draw()
+    shown = sidebar.draw()
+    if shown.failure:
+        st.warning(f"Showing **{shown.lm.name}** instead of **{shown.asked}**: {shown.failure}",
+                   icon=":material/swap_horiz:")
+    notes = st.container()
+    _run.model = shown.key, shown.lm
     try:
         page.run()
     except Exception as exc:  # the last net: a message and a way forward, never a traceback
         page_failed(exc)
     finally:
         _run.model = None
+        with notes:
+            unusable_values(linked, page.url_path or "model")
 
 
 def current_model() -> tuple[ModelKey, LoadedModel]:

@@ -6,8 +6,10 @@ import logging
 
 import streamlit as st
 
+from posviz.app.urls import unusable
 from posviz.loading import LoadedModel
 from posviz.positions import PositionEncoding
+from posviz.tokenization import TypedSpecialToken
 
 LOG = logging.getLogger("posviz")
 
@@ -69,3 +71,21 @@ def page_failed(exc: Exception) -> None:
     st.error(f"This view failed for the current model and input ({type(exc).__name__}: {exc}). "
              "Your inputs are kept: try another sentence or model, or another page. "
              "The full error is in the server log.", icon=":material/error:")
+
+
+def special_token_notice(label: str, typed: list[TypedSpecialToken]) -> None:
+    """Say how the tokenizer took the special tokens typed into a text box (none: nothing shown)."""
+    for found in typed:
+        how = (f"reads it as its special token `{found.text}`, as if it stood there in the model's own input"
+               if found.special else f"reads it as plain text: {' · '.join(f'`{p}`' for p in found.pieces)}")
+        st.info(f"{label} holds “{found.text}”, which is one of the tokenizer's special tokens: the tokenizer "
+                f"{how}.", icon=":material/token:")
+
+
+def unusable_values(linked: dict[str, list[str]], page: str) -> None:
+    """A notice for each value of the link that this page could not use (:func:`posviz.app.urls.unusable`),
+    naming it and what was used instead."""
+    for name, given, used in unusable(linked, st.session_state, page):
+        instead = f"showing {name} = {used} instead" if used else "this model has no such choice, so it is ignored"
+        st.info(f"The link asks for {name} = {given}, which this page cannot use here: {instead}.",
+                icon=":material/link_off:")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
-from posviz.views.figures import for_presentation
+from posviz.views.style import for_presentation
 
 #: Larger text for a projector (Streamlit's theme font size is fixed per server, not per session).
 CSS = """<style>

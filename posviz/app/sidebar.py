@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import streamlit as st
 import torch
 
@@ -55,9 +57,29 @@ def _pickers(hosted: bool) -> ModelKey:
     return key_for(state.model, state.revision, state.device, state.positions_only)
 
 
-def _load(wanted: ModelKey) -> ModelKey:
+class Shown(NamedTuple):
+    """What the sidebar shows: the key and model the pages use, and why it is not the one asked for.
+
+    Attributes
+    ----------
+    key : ModelKey
+    lm : LoadedModel
+    asked : str
+        The model asked for, by name (what was typed or linked).
+    failure : str
+        Why the model asked for is not shown (its load error), or empty.
+    """
+
+    key: ModelKey
+    lm: LoadedModel
+    asked: str
+    failure: str
+
+
+def _load(wanted: ModelKey) -> tuple[ModelKey, str]:
     """Load the model asked for, with progress in the sidebar; where it fails, say why and fall back
-    to the last model that loaded (else the bundled one). Returns the key of the model shown."""
+    to the last model that loaded (else the bundled one). Returns the key of the model shown and the
+    failure (empty where the model asked for loaded)."""
     steps = st.empty()
     failed = st.session_state.setdefault("failed_models", {})
     try:
@@ -66,9 +88,10 @@ def _load(wanted: ModelKey) -> ModelKey:
         caches.loaded_model(wanted, progress=lambda message: steps.info(message, icon=":material/downloading:"))
         steps.empty()
         st.session_state["last_good_model"] = wanted
-        return wanted
+        return wanted, ""
     except ModelLoadError as exc:
         failed[wanted] = exc
+        failure = str(exc)
         with steps.container():
             st.error(f"{exc} Pick another model above (or reload the page to try this one again); "
                      "meanwhile the last model that loaded is shown.", icon=":material/warning:")
@@ -79,10 +102,10 @@ def _load(wanted: ModelKey) -> ModelKey:
         caches.loaded_model(key)
     except ModelLoadError:  # the last good model cannot come back (offline, dropped): the bundled one
         key = BUNDLED
-    return key
+    return key, failure
 
 
-def draw() -> tuple[ModelKey, LoadedModel]:
+def draw() -> Shown:
     """Draw the shared sidebar and return the model it shows.
 
     Drawn by the entry script before every page (:func:`posviz.app.navigation.main`), so its
@@ -92,14 +115,12 @@ def draw() -> tuple[ModelKey, LoadedModel]:
 
     Returns
     -------
-    key : ModelKey
-        What the caches of :mod:`posviz.app.caches` are keyed by.
-    lm : LoadedModel
+    Shown
     """
     hosted = settings.hosted()
     with st.sidebar:
         wanted = _pickers(hosted)
-        key = _load(wanted)
+        key, failure = _load(wanted)
         if wanted.name is None and wanted.revision:
             st.caption("The bundled model has no revisions: the revision is ignored.")
         lm = caches.loaded_model(key)
@@ -110,4 +131,4 @@ def draw() -> tuple[ModelKey, LoadedModel]:
             st.caption(f"Hosted demo: Hub models with safetensors weights that fit {settings.model_budget_source()} "
                        f"(now {budget}; larger ones: positions only); sentences up to "
                        f"{settings.max_text_chars():,} characters.")
-    return key, lm
+    return Shown(key, lm, wanted.name or BUNDLED_NAME, failure)

@@ -64,8 +64,8 @@ PARAMS: dict[str, Param] = {p.name: p for p in (
           "T5: encoder, decoder)"),
     Param("metric", "choice", ("similarity", "compare", "properties"), "dot (cosine on Compare)",
           "similarity of position vectors: dot product (the rotary kernel) or cosine", ("dot", "cosine")),
-    Param("range", "two integers, as range=FIRST&range=LAST", ("similarity", "compare"), "the first 2 048 positions",
-          "first and last position (row) shown"),
+    Param("range", "two integers, as range=FIRST&range=LAST", ("similarity", "compare", "projection"),
+          "the first 2 048 positions (Projection: every position)", "first and last position (row) shown"),
     Param("q", "integer", ("similarity", "compare"), "128 (or the last position)",
           'the position of "position q against all"'),
     Param("bias_head", "all, or a head (integer)", ("similarity",), "all", "the head of a per-head bias"),
@@ -124,3 +124,50 @@ def markdown_table() -> str:
 
     head = "| parameter | values | pages | default | what it sets |\n|---|---|---|---|---|\n"
     return head + "\n".join(row(p) for p in PARAMS.values()) + "\n"
+
+
+def _as_url(value) -> list[str]:
+    """A widget's value as Streamlit writes it to the URL: a list of strings."""
+    if isinstance(value, bool):
+        return ["true" if value else "false"]
+    if isinstance(value, (tuple, list)):
+        return [item for v in value for item in _as_url(v)]
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return [str(value)]
+
+
+def unusable(linked: dict[str, list[str]], state, page: str) -> list[tuple[str, str, str]]:
+    """The values of a link that a page could not use, and what it used instead.
+
+    Parameters
+    ----------
+    linked : dict of str to list of str
+        The URL's query parameters as the run began, before any widget corrected them.
+    state : mapping
+        The widgets' values after the run (``st.session_state``).
+    page : str
+        The page's stem (``"similarity"``).
+
+    Returns
+    -------
+    list of (name, given, used)
+        For each parameter of the contract that the page reads: its value in the link and the one
+        used (``used`` empty where the page had no widget for it, e.g. ``stack`` for a model with
+        one stack). Text parameters are always usable and never listed.
+
+    Examples
+    --------
+    >>> unusable({"layer": ["99"], "metric": ["cosine"]}, {"layer": 0, "metric": "cosine"}, "attention")
+    [('layer', '99', '0')]
+    """
+    found = []
+    for name, given in linked.items():
+        param = PARAMS.get(name)
+        if param is None or page not in param.pages or param.type == "text":
+            continue
+        if name not in state:
+            found.append((name, ",".join(given), ""))
+        elif _as_url(state[name]) != list(given):
+            found.append((name, ",".join(given), ",".join(_as_url(state[name]))))
+    return found

@@ -5,13 +5,18 @@ from __future__ import annotations
 import streamlit as st
 
 from posviz import settings
+from posviz.app.notices import special_token_notice
 from posviz.app.urls import PARAMS
 from posviz.loading import LoadedModel
 from posviz.positions import PositionEncoding
+from posviz.tokenization import typed_special_tokens
 
 #: The sentences every page starts with.
 DEFAULT_TEXT = "The cat chased the dog"
 DEFAULT_TEXT_PAIR = "The dog chased the cat"
+#: Longest text a link carries: a longer one stays out of the URL (links of some 2 000 characters and
+#: more are cut by mail clients, chat tools and servers).
+URL_TEXT_LIMIT = 1500
 
 
 def url(name: str) -> dict:
@@ -44,15 +49,27 @@ def clip_state(key: str, low: int, high: int) -> None:
         st.session_state[key] = clipped
 
 
-def text_field(container, label: str, name: str, **kwargs) -> str:
+def text_field(container, label: str, name: str, lm: LoadedModel | None = None, **kwargs) -> str:
     """A text input bound to query parameter ``name``, its text cut to
-    :func:`posviz.settings.max_text_chars` with a notice (the field keeps all that was typed or pasted)."""
-    text = container.text_input(label, **url(name), **kwargs)
+    :func:`posviz.settings.max_text_chars` with a notice (the field keeps all that was typed or pasted).
+
+    A text longer than :data:`URL_TEXT_LIMIT` is kept out of the URL, with a notice that the page's
+    link does not hold it. With ``lm``, a special token of its tokenizer typed into the text ("[SEP]",
+    "<s>") gets a notice saying how the tokenizer took it
+    (:func:`posviz.tokenization.typed_special_tokens`).
+    """
+    too_long = len(st.session_state.get(name) or "") > URL_TEXT_LIMIT
+    text = container.text_input(label, **({"key": name} if too_long else url(name)), **kwargs)
+    if too_long:
+        st.caption(f"{label}: longer than a link carries ({URL_TEXT_LIMIT:,} characters), so this page's link does "
+                   "not hold it; share the text itself.")
     limit = settings.max_text_chars()
     if len(text) > limit:
         st.warning(f"{label}: {len(text):,} characters, more than this app takes ({limit:,}); the first "
                    f"{limit:,} are used.", icon=":material/content_cut:")
-        return text[:limit]
+        text = text[:limit]
+    if lm is not None:
+        special_token_notice(label, typed_special_tokens(lm, text))
     return text
 
 
@@ -64,10 +81,10 @@ def sentence_inputs(lm: LoadedModel) -> tuple[str, str | None]:
     """
     left, right = st.columns(2)
     segments = lm.family.segment is not None
-    text = text_field(left, "Sentence (segment A)" if segments else "Sentence", "text", value=DEFAULT_TEXT)
+    text = text_field(left, "Sentence (segment A)" if segments else "Sentence", "text", lm, value=DEFAULT_TEXT)
     pair_label = ("Second sentence (segment B, optional)" if segments
                   else "Second sentence (optional, joined by the tokenizer)")
-    text_pair = text_field(right, pair_label, "text_pair", value=DEFAULT_TEXT_PAIR)
+    text_pair = text_field(right, pair_label, "text_pair", lm, value=DEFAULT_TEXT_PAIR)
     return text, (text_pair or None)
 
 

@@ -8,6 +8,10 @@ from posviz.analysis.attention import SIDES, STACKS
 from posviz.views import figures
 from posviz.views.view import View
 
+#: Rows of an attention pattern with special tokens hidden are greyed (not rescaled) where less than
+#: this share of their weight is on the tokens shown.
+VISIBLE_AT_LEAST = 0.1
+
 
 def _axes(stack: str | None) -> tuple[str, str, str, str]:
     """(row title, column title, title suffix, grid axes) of a stack (None: a model with one stack)."""
@@ -17,12 +21,26 @@ def _axes(stack: str | None) -> tuple[str, str, str, str]:
     return f"query ({rows})", f"key ({cols})", f" · {STACKS[stack]}", f"rows = {rows} queries, columns = {cols} keys"
 
 
-def _arrays(values: np.ndarray, query_tokens: list[str], key_tokens: list[str]) -> dict:
-    return {"attention": values, "query_tokens": query_tokens, "key_tokens": key_tokens}
+def _arrays(values: np.ndarray, query_tokens: list[str], key_tokens: list[str], hidden=None) -> dict:
+    arrays = {"attention": values, "query_tokens": query_tokens, "key_tokens": key_tokens}
+    return arrays if hidden is None else {**arrays, "hidden": hidden}
+
+
+def _greyed(patterns: np.ndarray, hidden: np.ndarray | None) -> np.ndarray:
+    """The patterns with the rows that hold under :data:`VISIBLE_AT_LEAST` of their weight set to NaN."""
+    if hidden is None:
+        return patterns
+    return np.where(((1 - hidden) < VISIBLE_AT_LEAST)[..., None], np.nan, patterns)
+
+
+def _top(patterns: np.ndarray, hidden: np.ndarray | None) -> float:
+    """The layer's colour scale: 0 to its largest weight, greyed rows left out."""
+    shown = _greyed(patterns, hidden)
+    return float(np.nanmax(shown)) if np.isfinite(shown).any() else 1.0
 
 
 def attention_head(patterns: np.ndarray, query_tokens: list[str], key_tokens: list[str], *, layer: int, head: int,
-                   stack: str | None = None) -> View:
+                   stack: str | None = None, hidden: np.ndarray | None = None) -> View:
     """The attention pattern of one head with token labels, on the layer's colour scale (0 to its
     largest weight, shared with :func:`attention_mean` and :func:`attention_grid`).
 
@@ -35,40 +53,49 @@ def attention_head(patterns: np.ndarray, query_tokens: list[str], key_tokens: li
         0-based; the layer only names the figure.
     stack : {"encoder", "decoder", "cross"} or None
         The stack of an encoder-decoder model; None for a model with one stack.
+    hidden : np.ndarray, optional
+        float [heads, queries]: the share of each row hidden with the special tokens
+        (:func:`posviz.analysis.attention.without_special`); shown beside the pattern, and rows
+        below :data:`VISIBLE_AT_LEAST` greyed.
 
     Returns
     -------
     View
-        Arrays: ``attention`` [queries, keys], ``query_tokens``, ``key_tokens``.
+        Arrays: ``attention`` [queries, keys], ``query_tokens``, ``key_tokens`` (and ``hidden``).
     """
     rows, cols, suffix, _ = _axes(stack)
     title = f"Layer {layer}, head {head}{suffix}"
+    row_hidden = None if hidden is None else hidden[head]
     fig = figures.token_heatmap(patterns[head], query_tokens, title, "weight", rows, cols, zmin=0,
-                                zmax=float(patterns.max()), col_tokens=key_tokens)
-    return View(fig, title, _arrays(patterns[head], query_tokens, key_tokens))
+                                zmax=_top(patterns, hidden), col_tokens=key_tokens, hidden=row_hidden,
+                                threshold=VISIBLE_AT_LEAST)
+    return View(fig, title, _arrays(patterns[head], query_tokens, key_tokens, row_hidden))
 
 
 def attention_mean(patterns: np.ndarray, query_tokens: list[str], key_tokens: list[str], *, layer: int,
-                   stack: str | None = None) -> View:
-    """The mean of a layer's heads, on the layer's colour scale (see :func:`attention_head`)."""
+                   stack: str | None = None, hidden: np.ndarray | None = None) -> View:
+    """The mean of a layer's heads, on the layer's colour scale (see :func:`attention_head`); with
+    ``hidden``, the mean share hidden."""
     rows, cols, suffix, _ = _axes(stack)
     title = f"Layer {layer}, mean over heads{suffix}"
     mean = patterns.mean(axis=0)
-    fig = figures.token_heatmap(mean, query_tokens, title, "weight", rows, cols, zmin=0, zmax=float(patterns.max()),
-                                col_tokens=key_tokens)
-    return View(fig, title, _arrays(mean, query_tokens, key_tokens))
+    row_hidden = None if hidden is None else hidden.mean(axis=0)
+    fig = figures.token_heatmap(mean, query_tokens, title, "weight", rows, cols, zmin=0, zmax=_top(patterns, hidden),
+                                col_tokens=key_tokens, hidden=row_hidden, threshold=VISIBLE_AT_LEAST)
+    return View(fig, title, _arrays(mean, query_tokens, key_tokens, row_hidden))
 
 
 def attention_grid(patterns: np.ndarray, query_tokens: list[str], key_tokens: list[str], *, layer: int,
-                   stack: str | None = None) -> View:
-    """Every head of a layer as small multiples, on the layer's colour scale (see :func:`attention_head`).
+                   stack: str | None = None, hidden: np.ndarray | None = None) -> View:
+    """Every head of a layer as small multiples, on the layer's colour scale (see :func:`attention_head`);
+    with ``hidden``, each head's rows under :data:`VISIBLE_AT_LEAST` left blank.
 
     Returns
     -------
     View
-        Arrays: ``attention`` [heads, queries, keys], ``query_tokens``, ``key_tokens``.
+        Arrays: ``attention`` [heads, queries, keys], ``query_tokens``, ``key_tokens`` (and ``hidden``).
     """
     _, _, suffix, grid_axes = _axes(stack)
     title = f"Layer {layer}{suffix}: every head ({grid_axes})"
-    fig = figures.heads_grid(patterns, title, zmax=float(patterns.max()))
-    return View(fig, title, _arrays(patterns, query_tokens, key_tokens))
+    fig = figures.heads_grid(_greyed(patterns, hidden), title, zmax=_top(patterns, hidden))
+    return View(fig, title, _arrays(patterns, query_tokens, key_tokens, hidden))

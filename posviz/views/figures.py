@@ -2,7 +2,8 @@
 
 Arrays are passed to plotly as numpy float32 so plotly sends them to the browser as binary
 typed arrays, not as JSON lists of decimals. Token axes are numeric with token tick labels, so
-that repeated tokens ("the" twice) keep their own row and column.
+that repeated tokens ("the" twice) keep their own row and column. The look (colours, fonts,
+titles, tick labels, presentation mode) is :mod:`posviz.views.style`'s.
 """
 
 from __future__ import annotations
@@ -13,27 +14,9 @@ from plotly.subplots import make_subplots
 
 from posviz.analysis.similarity import block_mean
 from posviz.views.limits import MAX_CELLS, MAX_LABELS, MAX_TILE_CELLS
-
-#: Sequential, colour-blind-safe scale for similarities and attention.
-SEQUENTIAL = "Viridis"
-#: Diverging scale (centred on 0) for raw vector components.
-DIVERGING = "RdBu_r"
-#: Colour-blind-safe qualitative colours (Okabe & Ito) for position ranges and parts; the two
-#: blues are far apart so that five lines never show two alike.
-QUALITATIVE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#000000", "#F0E442"]
-
-_LAYOUT = dict(
-    template="plotly_white",
-    font=dict(size=15),
-    margin=dict(l=70, r=30, t=60, b=60),
-    colorway=QUALITATIVE,
+from posviz.views.style import (
+    DIVERGING, MISSING, QUALITATIVE, REFERENCE, SEQUENTIAL, line_colours, log_ticks, new_figure, token_ticks,
 )
-
-
-def _figure(title: str, height: int = 560) -> go.Figure:
-    fig = go.Figure()
-    fig.update_layout(title=title, height=height, **_LAYOUT)
-    return fig
 
 
 def _f32(a) -> np.ndarray:
@@ -50,10 +33,11 @@ def clip_limits(values: np.ndarray, percentile: float = 99.0) -> tuple[float, fl
     return float(low), float(high)
 
 
-def _square(fig: go.Figure) -> None:
-    """Equal x and y units, the plot shrunk to its data instead of padded."""
-    fig.update_xaxes(constrain="domain")
-    fig.update_yaxes(autorange="reversed", scaleanchor="x", constrain="domain")
+def _square(fig: go.Figure, col: int | None = None) -> None:
+    """Equal x and y units, the plot shrunk to its data instead of padded (of one subplot column)."""
+    where = dict(row=1, col=col) if col else {}
+    fig.update_xaxes(constrain="domain", **where)
+    fig.update_yaxes(autorange="reversed", scaleanchor="x", constrain="domain", **where)
 
 
 def position_heatmap(matrix: np.ndarray, first: int, title: str, colorbar: str, clip: bool = True, step: int = 1,
@@ -87,7 +71,7 @@ def position_heatmap(matrix: np.ndarray, first: int, title: str, colorbar: str, 
     axis = first + step * block * np.arange(matrix.shape[0])
     notes = ([f"means of {block}×{block} blocks"] if block > 1 else []) + (
         ["colours clipped to the 1st–99th percentile"] if clip and not limits else [])
-    fig = _figure(title + (f"<br><sup>{'; '.join(notes)}</sup>" if notes else ""), height=640)
+    fig = new_figure(title, height=None, notes=notes, square=True)
     fig.add_trace(go.Heatmap(
         z=_f32(matrix), x=axis, y=axis, zmin=zmin, zmax=zmax, colorscale=SEQUENTIAL,
         colorbar=dict(title=colorbar),
@@ -101,7 +85,7 @@ def position_heatmap(matrix: np.ndarray, first: int, title: str, colorbar: str, 
 
 def row_profile_figure(profile: np.ndarray, q: int, title: str, ylabel: str, x: np.ndarray | None = None) -> go.Figure:
     """Line of "position q against all": ``profile[j]`` against position ``x[j]`` (default j), q marked."""
-    fig = _figure(title, height=420)
+    fig = new_figure(title, height=420)
     x = np.arange(len(profile)) if x is None else x
     fig.add_trace(go.Scatter(x=x, y=_f32(profile), mode="lines", name=f"q = {q}",
                              hovertemplate="position %{x}<br>%{y:.4f}<extra></extra>"))
@@ -126,14 +110,15 @@ def vector_heatmap(matrix: np.ndarray, title: str, row_title: str, row_labels=No
     max_rows : int
         More numbered rows than this are shown every k-th (exact values), said in the title.
     """
+    notes = []
     if row_labels is None and matrix.shape[0] > max_rows:
         every = -(-matrix.shape[0] // max_rows)
         matrix, step = matrix[::every], step * every
-        title += f" (every {step}th {row_title} shown)"
+        notes.append(f"every {ordinal(step)} {row_title} shown")
     rows = np.arange(matrix.shape[0])
     limit = clip_limits(np.abs(matrix), 99.5)[1] or 1.0
-    fig = _figure(title + "<br><sup>colours clipped to the 99.5th percentile of |value|</sup>",
-                  height=max(360, min(720, 22 * len(rows) + 160)))
+    fig = new_figure(title, height=max(380, min(720, 22 * len(rows) + 180)),
+                     notes=notes + ["colours clipped to the 99.5th percentile of |value|"])
     fig.add_trace(go.Heatmap(
         z=_f32(matrix), y=rows if row_labels else first + step * rows, colorscale=DIVERGING, zmid=0,
         zmin=-limit, zmax=limit, colorbar=dict(title="value"),
@@ -142,23 +127,40 @@ def vector_heatmap(matrix: np.ndarray, title: str, row_title: str, row_labels=No
     fig.update_xaxes(title="dimension")
     fig.update_yaxes(title=row_title, autorange="reversed")
     if row_labels and len(row_labels) <= MAX_LABELS:
-        fig.update_yaxes(tickvals=rows, ticktext=list(row_labels))
+        token_ticks(fig, "y", row_labels)
     return fig
 
 
 def line_figure(series: dict[str, np.ndarray], title: str, xlabel: str, ylabel: str, x_labels=None,
-                x: np.ndarray | None = None, markers: bool = False, log_y: bool = False) -> go.Figure:
-    """One line per named series against ``x`` (default: their index) or against token labels."""
-    fig = _figure(title, height=420)
+                x: np.ndarray | None = None, markers: bool = False, log_y: bool = False,
+                references: tuple[str, ...] = ()) -> go.Figure:
+    """One line per named series against ``x`` (default: their index) or against token labels.
+
+    Parameters
+    ----------
+    series : dict of str to np.ndarray
+        Name -> values [k]. Each line gets its own colour (:func:`posviz.views.style.line_colours`:
+        12 or 16 heads included).
+    x_labels : list of str, optional
+        Token labels of the x positions (thinned so that none overlap; hover names each).
+    log_y : bool
+        A log y axis labelled in plain numbers (:func:`posviz.views.style.log_ticks`).
+    references : tuple of str
+        Names of series drawn as black dashed reference lines (a sinusoid beside a model's heads).
+    """
+    fig = new_figure(title, height=420)
+    colours = iter(line_colours(len(series) - len([n for n in series if n in references])))
+    labelled = bool(x_labels) and len(x_labels) <= MAX_LABELS
     for name, values in series.items():
-        fig.add_trace(go.Scatter(x=np.arange(len(values)) if x is None else x, y=_f32(values), name=name,
-                                 mode="lines+markers" if markers or (x_labels and len(x_labels) <= MAX_LABELS)
-                                 else "lines", text=list(x_labels) if x_labels else None))
+        line = REFERENCE if name in references else dict(color=next(colours))
+        fig.add_trace(go.Scatter(x=np.arange(len(values)) if x is None else x, y=_f32(values), name=name, line=line,
+                                 mode="lines+markers" if markers or labelled else "lines",
+                                 text=list(x_labels) if x_labels else None))
     if log_y:
-        fig.update_yaxes(type="log")
+        log_ticks(fig, list(series.values()))
     fig.update_xaxes(title=xlabel)
-    if x_labels and len(x_labels) <= MAX_LABELS:
-        fig.update_xaxes(tickvals=np.arange(len(x_labels)), ticktext=list(x_labels), tickangle=-45)
+    if labelled:
+        token_ticks(fig, "x", x_labels)
     fig.update_yaxes(title=ylabel)
     return fig
 
@@ -185,7 +187,7 @@ def projection_figure(coords: np.ndarray, boundaries: list[int], path: bool, tit
     cuts = np.searchsorted(positions, sorted(set(boundaries)))
     edges = [0] + [int(c) for c in cuts if 0 < c < n] + [n]
     scatter = go.Scatter3d if dims == 3 else go.Scatter
-    fig = _figure(title, height=640)
+    fig = new_figure(title, height=640)
     axes = dict(zip("xyz", coords.T))
     if path:
         fig.add_trace(scatter(**{k: _f32(v) for k, v in axes.items()}, mode="lines", name="path p → p+1",
@@ -199,8 +201,10 @@ def projection_figure(coords: np.ndarray, boundaries: list[int], path: bool, tit
         ))
     fig.update_layout(legend=dict(itemsizing="constant"))
     titles = [f"{axis_name} {i + 1}" for i in range(dims)]
-    if dims == 3:
-        fig.update_layout(scene=dict(xaxis_title=titles[0], yaxis_title=titles[1], zaxis_title=titles[2]))
+    if dims == 3:  # a camera further out than plotly's default, so that no axis title leaves the scene
+        fig.update_layout(scene=dict(xaxis_title=titles[0], yaxis_title=titles[1], zaxis_title=titles[2],
+                                     camera=dict(eye=dict(x=1.7, y=1.7, z=1.2)), aspectmode="cube"),
+                          margin=dict(l=10, r=10, t=70, b=10))
     else:
         fig.update_xaxes(title=titles[0])
         fig.update_yaxes(title=titles[1])
@@ -230,8 +234,6 @@ def small_multiples(matrices: np.ndarray, titles: list[str], title: str, zmin: f
         Label of row and column 0.
     """
     matrices, block = block_mean(matrices, max_cells)
-    if block > 1:
-        title += f" · means of {block}×{block} blocks"
     count = matrices.shape[0]
     rows = -(-count // columns)
     fig = make_subplots(rows=rows, cols=columns, subplot_titles=titles, horizontal_spacing=0.02,
@@ -245,12 +247,19 @@ def small_multiples(matrices: np.ndarray, titles: list[str], title: str, zmin: f
                                  hovertemplate=f"{titles[i]}<br>{where}<br>%{{z:.4f}}<extra></extra>"),
                       row=i // columns + 1, col=i % columns + 1)
     finite = matrices[np.isfinite(matrices)]
-    fig.update_layout(title=title, height=230 * rows + 100, **_LAYOUT, coloraxis=dict(
-        colorscale=SEQUENTIAL, cmin=float(finite.min()) if zmin is None else zmin,
-        cmax=float(finite.max()) if zmax is None else zmax))
+    _adopt(fig, new_figure(title, height=230 * rows + 110, notes=[f"means of {block}×{block} blocks"] * (block > 1)))
+    fig.update_layout(coloraxis=dict(colorscale=SEQUENTIAL, cmin=float(finite.min()) if zmin is None else zmin,
+                                     cmax=float(finite.max()) if zmax is None else zmax))
+    fig.update_annotations(font_size=13)  # tile titles
     fig.update_xaxes(showticklabels=False, showgrid=False)
     fig.update_yaxes(showticklabels=False, showgrid=False, autorange="reversed")
     return fig
+
+
+def _adopt(fig: go.Figure, styled: go.Figure) -> None:
+    """Give a figure made by ``make_subplots`` the layout of a :func:`~posviz.views.style.new_figure`
+    (title, subtitle, fonts, meta), keeping its subplot axes and annotations."""
+    fig.update_layout(styled.layout.to_plotly_json())
 
 
 def heads_grid(patterns: np.ndarray, title: str, zmax: float | None = None) -> go.Figure:
@@ -261,52 +270,70 @@ def heads_grid(patterns: np.ndarray, title: str, zmax: float | None = None) -> g
 
 def token_heatmap(matrix: np.ndarray, tokens: list[str], title: str, colorbar: str,
                   row_title: str = "token", col_title: str = "token", zmin: float | None = None,
-                  col_tokens: list[str] | None = None, zmax: float | None = None) -> go.Figure:
+                  col_tokens: list[str] | None = None, zmax: float | None = None,
+                  hidden: np.ndarray | None = None, threshold: float = 0.0) -> go.Figure:
     """A token-token matrix with token labels: an attention pattern (query rows, key columns) or
-    the similarity of input representations.
+    the similarity of input representations. Square cells; its height follows its width in the app.
 
     Parameters
     ----------
     matrix : np.ndarray
         [num_tokens, num_tokens], or [num_tokens, len(col_tokens)] when ``col_tokens`` is given.
     tokens : list of str
-        Labels of the rows, and of the columns unless ``col_tokens`` is given; beyond :data:`MAX_LABELS`
-        tokens on either axis the axes show indices only.
+        Labels of the rows, and of the columns unless ``col_tokens`` is given (thinned so that none
+        overlap, :func:`~posviz.views.style.token_ticks`; beyond :data:`MAX_LABELS` tokens the axes
+        show indices; hover always names the tokens).
     zmin, zmax : float, optional
         Colour range (0 to the layer's largest weight for attention, shared with the heads grid).
     col_tokens : list of str, optional
         Labels of the columns when they are other tokens than the rows (cross attention:
         target queries against source keys).
+    hidden : np.ndarray, optional
+        float [num_tokens]: the share of each row's weight on keys left out (special tokens),
+        drawn as a grey strip right of the matrix, its value in each cell.
+    threshold : float
+        With ``hidden``: rows whose kept share ``1 − hidden`` is below it are greyed (not drawn)
+        and their label marked "⊘"; the subtitle states the threshold.
     """
     cols = list(tokens) if col_tokens is None else list(col_tokens)
-    rows_idx = np.arange(len(tokens))
-    cols_idx = np.arange(len(cols))
+    rows_idx, cols_idx = np.arange(len(tokens)), np.arange(len(cols))
     labelled = len(tokens) <= MAX_LABELS and len(cols) <= MAX_LABELS
-    fig = _figure(title, height=max(420, min(900, 20 * len(tokens) + 200)))
+    notes, row_labels, z = [], list(tokens), _f32(matrix)
+    if hidden is None:
+        fig = new_figure(title, height=None, square=True)
+    else:
+        greyed = (1 - np.asarray(hidden)) < threshold
+        z = z.copy()
+        z[greyed] = np.nan
+        row_labels = [f"⊘ {t}" if g else t for t, g in zip(tokens, greyed)]
+        notes = [f"⊘ grey rows: under {threshold:.0%} of their attention is on the tokens shown, so they are not "
+                 "rescaled", "right: the share of each row hidden"]
+        fig = make_subplots(rows=1, cols=2, column_widths=[0.9, 0.1], shared_yaxes=True, horizontal_spacing=0.02)
+        _adopt(fig, new_figure(title, height=None, notes=notes, square=True))
+        fig.add_trace(go.Heatmap(z=np.where(greyed[:, None], 1.0, np.nan) * np.ones((1, len(cols))), x=cols_idx,
+                                 y=rows_idx, colorscale=[[0, MISSING], [1, MISSING]], showscale=False,
+                                 hoverinfo="skip", name="greyed"), row=1, col=1)
+        fig.add_trace(go.Heatmap(
+            z=_f32(np.asarray(hidden)[:, None]), x=[0], y=rows_idx, zmin=0, zmax=1, colorscale="Greys", name="hidden",
+            showscale=False, texttemplate="%{z:.0%}" if len(tokens) <= 40 else None,
+            customdata=np.array(tokens, dtype=object)[:, None],
+            hovertemplate=f"{row_title} %{{y}} %{{customdata}}<br>hidden: %{{z:.1%}} of its attention<extra></extra>",
+        ), row=1, col=2)
+        fig.update_xaxes(tickvals=[0], ticktext=["hidden"], showgrid=False, row=1, col=2)
+    main = dict(row=1, col=1) if hidden is not None else {}
     fig.add_trace(go.Heatmap(
-        z=_f32(matrix), x=cols_idx, y=rows_idx, zmin=zmin, zmax=zmax, colorscale=SEQUENTIAL,
+        z=z, x=cols_idx, y=rows_idx, zmin=zmin, zmax=zmax, colorscale=SEQUENTIAL, name=colorbar,
         colorbar=dict(title=colorbar),
         customdata=np.array([[(a, b) for b in cols] for a in tokens], dtype=object) if labelled else None,
         hovertemplate=(f"{row_title} %{{y}} %{{customdata[0]}} · {col_title} %{{x}} %{{customdata[1]}}" if labelled
                        else f"{row_title} %{{y}} · {col_title} %{{x}}") + "<br>%{z:.4f}<extra></extra>",
-    ))
-    fig.update_xaxes(title=col_title, tickangle=-60, **(dict(tickvals=cols_idx, ticktext=cols) if labelled else {}))
-    fig.update_yaxes(title=row_title, **(dict(tickvals=rows_idx, ticktext=list(tokens)) if labelled else {}))
-    _square(fig)
-    return fig
-
-
-def for_presentation(fig: go.Figure) -> go.Figure:
-    """The same figure for a projector: larger text, thicker lines and markers, black text on white.
-
-    Colour scales stay the colour-blind-safe ones of this module (Viridis, RdBu, Okabe & Ito).
-    """
-    fig.update_layout(font=dict(size=22, color="black"), title_font_size=26, legend_font_size=20)
-    fig.update_traces(line_width=4, selector=dict(type="scatter"))
-    fig.update_traces(marker_size=10, selector=dict(type="scatter", mode="markers"))
-    fig.update_annotations(font_size=20)
-    if fig.layout.height:
-        fig.update_layout(height=int(fig.layout.height * 1.25))
+    ), **main)
+    fig.update_xaxes(title=col_title, **main)
+    fig.update_yaxes(title=row_title, **main)
+    if labelled:
+        token_ticks(fig, "x", cols)
+        token_ticks(fig, "y", row_labels)
+    _square(fig, 1 if hidden is not None else None)
     return fig
 
 
@@ -337,7 +364,8 @@ def offset_band_figure(panels: dict[str, tuple[np.ndarray, np.ndarray, np.ndarra
                       row=1, col=i + 1)
         fig.update_xaxes(title=xlabel, row=1, col=i + 1)
         fig.update_yaxes(title=ylabel if i == 0 else None, row=1, col=i + 1)
-    fig.update_layout(title=title, height=440, **_LAYOUT, legend=dict(orientation="h", y=-0.25))
+    _adopt(fig, new_figure(title, height=460))
+    fig.update_layout(legend=dict(orientation="h", y=-0.25))
     return fig
 
 
@@ -361,7 +389,7 @@ def token_bars(series: dict[str, np.ndarray], labels: list[str], title: str, yla
     """
     index = np.arange(len(labels))
     zeros = log_y and any(np.any(np.asarray(v) == 0) for v in series.values())
-    fig = _figure(title + ("<br><sup>no bar: exactly 0</sup>" if zeros else ""), height=440)
+    fig = new_figure(title, height=440, notes=["no bar: exactly 0"] * zeros)
     for name, values in series.items():
         values = np.asarray(values, dtype=np.float64)
         shown = np.where(values == 0, np.nan, values) if log_y else values
@@ -369,10 +397,10 @@ def token_bars(series: dict[str, np.ndarray], labels: list[str], title: str, yla
                              hovertemplate=f"{name}<br>token %{{x}} %{{customdata}}<br>%{{y:.3g}}<extra></extra>"))
     fig.update_layout(barmode="group", legend=dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right"))
     if log_y:
-        fig.update_yaxes(type="log", exponentformat="power")
+        log_ticks(fig, [np.asarray(v)[np.asarray(v) > 0] for v in series.values()])
     fig.update_xaxes(title="token")
     if len(labels) <= MAX_LABELS:
-        fig.update_xaxes(tickvals=index, ticktext=list(labels), tickangle=-45)
+        token_ticks(fig, "x", labels)
     fig.update_yaxes(title=ylabel)
     return fig
 
@@ -405,13 +433,11 @@ def vector_heatmaps(panels: dict[str, np.ndarray], title: str, row_labels: list[
         ), row=1, col=i + 1)
         fig.update_xaxes(title="dimension", row=1, col=i + 1)
     fig.update_yaxes(autorange="reversed")
+    _adopt(fig, new_figure(title, height=max(440, min(760, 22 * len(rows) + 240)),
+                           notes=["one colour scale, clipped to the 99.5th percentile of |value|"]))
     if len(row_labels) <= MAX_LABELS:
-        fig.update_yaxes(tickvals=rows, ticktext=list(row_labels), row=1, col=1)
-    fig.update_layout(title=title + "<br><sup>one colour scale, clipped to the 99.5th percentile of |value|</sup>",
-                      height=max(420, min(760, 22 * len(rows) + 220)),
-                      **dict(_LAYOUT, margin=dict(l=70, r=30, t=120, b=60)),
-                      coloraxis=dict(colorscale=DIVERGING, cmin=-limit, cmax=limit,
-                                     colorbar=dict(title="value")))
+        token_ticks(fig, "y", row_labels)
+    fig.update_layout(coloraxis=dict(colorscale=DIVERGING, cmin=-limit, cmax=limit, colorbar=dict(title="value")))
     return fig
 
 
@@ -431,7 +457,7 @@ def probe_predictions_figure(series: dict[str, np.ndarray], title: str, margin: 
     low, high = -margin * n, (1 + margin) * n
     outside = {name: int(((v < low) | (v > high)).sum()) for name, v in series.items()}
     notes = [f"{name.rsplit(' (', 1)[0]}: {k} of {len(series[name])}" for name, k in outside.items() if k]
-    fig = _figure(title + ("<br><sup>off the chart: " + "; ".join(notes) + "</sup>" if notes else ""), height=520)
+    fig = new_figure(title, height=520, notes=["off the chart: " + "; ".join(notes)] if notes else [])
     fig.add_trace(go.Scatter(x=[0, n - 1], y=[0, n - 1], mode="lines", name="exact (y = x)",
                              line=dict(color="rgba(60,60,60,0.5)", dash="dot"), hoverinfo="skip"))
     for i, (name, values) in reversed(list(enumerate(series.items()))):
@@ -443,14 +469,14 @@ def probe_predictions_figure(series: dict[str, np.ndarray], title: str, margin: 
     fig.update_yaxes(title="predicted position (held out)", range=[low, high])
     # legend below, first series drawn last (on top of the others) and listed first
     fig.update_layout(legend=dict(itemsizing="constant", orientation="h", x=0, y=-0.16, yanchor="top",
-                                  traceorder="reversed"), margin=dict(_LAYOUT["margin"], b=110))
+                                  traceorder="reversed"), margin_b=110)
     return fig
 
 
 def layer_probe_figure(mae: np.ndarray, title: str, baseline: float | None = None) -> go.Figure:
     """MAE of the absolute-position probe per layer (0 = embedding output), with the MAE of
     always guessing the middle position as a dashed line."""
-    fig = _figure(title, height=420)
+    fig = new_figure(title, height=420)
     layers = np.arange(len(mae))
     fig.add_trace(go.Scatter(x=layers, y=_f32(mae), mode="lines+markers", name="probe",
                              hovertemplate="layer %{x}<br>MAE %{y:.2f} positions<extra></extra>"))

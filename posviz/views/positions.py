@@ -7,9 +7,11 @@ Every view asks the encoding what it has (``has_vectors``, ``has_bias``, ``bands
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
-from posviz.analysis.projection import project
+from posviz.analysis.projection import ProjectionFallback, project, projection_method
 from posviz.analysis.similarity import PositionMatrix, position_matrix, row_profile, sample_positions
 from posviz.positions import PositionEncoding
 from posviz.views import figures
@@ -218,11 +220,29 @@ def default_boundaries(encoding: PositionEncoding) -> str:
     return str(PROFILE_Q) if encoding.num_positions > PROFILE_Q else ""
 
 
-def projection_coordinates(encoding: PositionEncoding, method: str, dims: int) -> tuple[np.ndarray, np.ndarray]:
-    """UMAP or PCA of the encoding's vectors (at most :data:`~posviz.views.limits.MAX_POSITIONS`,
-    every k-th beyond): (coords float32 [n, dims], positions int64 [n])."""
-    positions, _ = sample_positions(0, encoding.num_positions - 1, MAX_POSITIONS)
-    return project(encoding.vectors(positions), method, dims), positions
+def projection_coordinates(encoding: PositionEncoding, method: str, dims: int, first: int = 0,
+                           last: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """UMAP or PCA of the encoding's vectors over rows ``first .. last`` (all by default; at most
+    :data:`~posviz.views.limits.MAX_POSITIONS`, every k-th beyond).
+
+    Returns
+    -------
+    coords : np.ndarray
+        float32 [n, dims]; PCA where UMAP cannot embed so few rows
+        (:func:`posviz.analysis.projection.projection_method`, which :func:`projection` reports).
+    positions : np.ndarray
+        int64 [n].
+
+    Raises
+    ------
+    ValueError
+        For fewer rows than ``dims``.
+    """
+    last = encoding.num_positions - 1 if last is None else last
+    positions, _ = sample_positions(first, last, MAX_POSITIONS)
+    with warnings.catch_warnings():  # projection() says which method drew it, and why
+        warnings.simplefilter("ignore", ProjectionFallback)
+        return project(encoding.vectors(positions), method, dims), positions
 
 
 def projection(coords: np.ndarray, positions: np.ndarray, vector_name: str, *, method: str,
@@ -236,6 +256,8 @@ def projection(coords: np.ndarray, positions: np.ndarray, vector_name: str, *, m
     vector_name : str
         What the vectors are (``encoding.vector_name``).
     method : {"umap", "pca"}
+        The method asked for; where UMAP cannot embed so few positions the caption says PCA was used
+        (:func:`posviz.analysis.projection.projection_method`).
     boundaries : list of int
         Positions where a new colour starts.
     path : bool
@@ -245,6 +267,7 @@ def projection(coords: np.ndarray, positions: np.ndarray, vector_name: str, *, m
     View
         Arrays: ``coords``, ``positions``.
     """
+    method, fallback = projection_method(method, len(positions), coords.shape[1])
     step = int(positions[1] - positions[0]) if len(positions) > 1 else 1
     title = f"{method.upper()} of {len(positions)} {vector_name}{figures.stride_text(step)}"
     fig = figures.projection_figure(coords, boundaries, path, title, axis_name="UMAP" if method == "umap" else "PC",
@@ -252,4 +275,5 @@ def projection(coords: np.ndarray, positions: np.ndarray, vector_name: str, *, m
     how = ("UMAP (umap-learn, 15 neighbours, seed 0) keeps neighbourhoods, not distances." if method == "umap"
            else "PCA (scikit-learn): the directions of largest variance.")
     return View(fig, title, {"coords": coords, "positions": positions},
-                "Each point is one position's vector; hover to see the position. " + how)
+                (f"{fallback} " if fallback else "") + "Each point is one position's vector; hover to see the "
+                "position. " + how)

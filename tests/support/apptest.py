@@ -89,6 +89,14 @@ def figures(at: AppTest) -> list[dict]:
     return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
 
 
+def title_text(fig: dict) -> str:
+    """A figure's title as a person reads it: its wrapped lines joined by spaces, then a line break
+    and its subtitle (the model shown and the figure's notes) where it has one."""
+    title = fig["layout"].get("title", {})
+    subtitle = title.get("subtitle", {}).get("text")
+    return title.get("text", "").replace("<br>", " ") + (f"<br>{subtitle}" if subtitle else "")
+
+
 def arr(value) -> np.ndarray:
     """A plotly data array: a list (null -> NaN), or a base64 typed array {"dtype", "bdata", "shape"}."""
     if isinstance(value, dict) and "bdata" in value:

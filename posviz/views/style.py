@@ -1,0 +1,182 @@
+"""How every figure looks: colours, fonts, titles that wrap, tick labels that never overlap, and the
+same figure for a projector.
+
+The builders of :mod:`posviz.views.figures` start each figure with :func:`new_figure`, which keeps
+the figure's own words (its title, its token labels) in ``layout.meta``, so that
+:func:`for_presentation` can set them again for larger fonts. The colour scales are colour-blind
+safe throughout: Viridis (sequential), RdBu (diverging), Okabe & Ito's eight colours, and Viridis
+samples where a chart has more lines than eight.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.colors import sample_colorscale
+
+#: Sequential, colour-blind-safe scale for similarities and attention.
+SEQUENTIAL = "Viridis"
+#: Diverging scale (centred on 0) for raw vector components.
+DIVERGING = "RdBu_r"
+#: Colour-blind-safe qualitative colours (Okabe & Ito) for position ranges and parts; the two
+#: blues are far apart so that five lines never show two alike.
+QUALITATIVE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#000000", "#F0E442"]
+#: The colour and dash of a reference line (the sinusoid beside a model's heads).
+REFERENCE = dict(color="#000000", dash="dash")
+#: Grey of the cells a figure leaves out (masked, or hidden below a threshold).
+MISSING = "#d0d0d0"
+
+#: Font sizes (pixels) of figures as shown, and in presentation mode.
+FONT, PRESENT_FONT = 15, 22
+#: A title is wrapped after about this many characters (fewer for a projector's larger font).
+TITLE_CHARS, PRESENT_TITLE_CHARS = 64, 44
+#: Most token labels on one axis of a heatmap (every k-th beyond; hover names every token). The
+#: smallest heatmap the app draws is about 520 pixels a side, and a label needs about 1.4 times its
+#: font size.
+TICK_LABELS, PRESENT_TICK_LABELS = 24, 16
+
+_MARGIN = dict(l=70, r=30, t=70, b=60)
+
+
+def wrap(text: str, width: int) -> str:
+    """``text`` with ``<br>`` between words so that no line is longer than ``width`` characters
+    (a longer word stays whole); existing ``<br>`` are kept.
+
+    Examples
+    --------
+    >>> wrap("Layer 0, mean over heads · encoder self-attention", 30)
+    'Layer 0, mean over heads ·<br>encoder self-attention'
+    """
+    lines = []
+    for part in str(text).split("<br>"):
+        line = ""
+        for word in part.split(" "):
+            if line and len(line) + 1 + len(word) > width:
+                lines.append(line)
+                line = word
+            else:
+                line = f"{line} {word}" if line else word
+        lines.append(line)
+    return "<br>".join(lines)
+
+
+def new_figure(title: str, height: int | None = 560, notes: Sequence[str] = (), square: bool = False) -> go.Figure:
+    """An empty figure in posviz's look, its title wrapped and its notes as a subtitle.
+
+    Parameters
+    ----------
+    title : str
+        The figure's title (kept in ``layout.meta["title"]`` for :func:`for_presentation`).
+    height : int or None
+        Pixels; None for a figure whose container decides (square heatmaps, slides).
+    notes : sequence of str
+        What the reader must know to read it right ("colours clipped to the 1st–99th
+        percentile"), joined as the subtitle.
+    square : bool
+        A heatmap whose cells must stay square: its height follows its width in the app
+        (``layout.meta["square"]``, read by the app's layout and by exports).
+    """
+    fig = go.Figure()
+    fig.update_layout(template="plotly_white", font=dict(size=FONT), margin=_MARGIN, colorway=QUALITATIVE,
+                      height=height, meta={"title": title, "square": square})
+    _set_title(fig, TITLE_CHARS)
+    set_subtitle(fig, " · ".join(notes))
+    return fig
+
+
+def _set_title(fig: go.Figure, width: int) -> None:
+    fig.update_layout(title=dict(text=wrap(fig.layout.meta["title"], width), x=0, xanchor="left", automargin=True,
+                                 yref="container", y=0.98, yanchor="top"))
+
+
+def set_subtitle(fig: go.Figure, text: str) -> None:
+    """Set the figure's subtitle (its notes; the model it shows goes first, see :func:`name_model`)."""
+    fig.update_layout(title_subtitle_text=text or None)
+
+
+def name_model(fig: go.Figure, name: str) -> go.Figure:
+    """The figure with the model it shows named first in its subtitle (in place); returns it."""
+    notes = fig.layout.title.subtitle.text
+    set_subtitle(fig, name + (f" · {notes}" if notes else ""))
+    return fig
+
+
+def is_square(fig: go.Figure) -> bool:
+    """Whether the figure is a heatmap whose height follows its width (:func:`new_figure`)."""
+    return bool((fig.layout.meta or {}).get("square"))
+
+
+def token_ticks(fig: go.Figure, axis: str, labels: Sequence[str], most: int = TICK_LABELS) -> None:
+    """Label a numeric token axis with its tokens, every k-th where there are more than ``most``,
+    so that no two labels overlap; x labels stand upright (rotated 90°). Hover still names every
+    token. The labels are kept in ``layout.meta`` for :func:`for_presentation`.
+
+    Parameters
+    ----------
+    axis : {"x", "y"}
+    labels : sequence of str
+        One per row (y) or column (x), in order.
+    """
+    labels = list(labels)
+    step = max(1, math.ceil(len(labels) / most))
+    ticks = np.arange(0, len(labels), step)
+    update = fig.update_xaxes if axis == "x" else fig.update_yaxes
+    update(tickmode="array", tickvals=ticks, ticktext=[labels[i] for i in ticks],
+           **({"tickangle": -90} if axis == "x" else {}))
+    fig.update_layout(meta={**fig.layout.meta, f"{axis}_tokens": labels})
+
+
+def log_ticks(fig: go.Figure, values: Sequence[np.ndarray], axis: str = "y") -> None:
+    """A log axis labelled in plain numbers a student reads right: 1, 2, 5 × 10ᵏ within the data's
+    range (only the powers of ten where it spans more than three decades), written as decimals
+    ("0.2", "5", "1000"), never as the minor digits "9 8 7 6" plotly writes by default.
+
+    Parameters
+    ----------
+    values : sequence of np.ndarray
+        Every series on the axis; zeros, negatives and NaN are left out of the range.
+    """
+    finite = np.concatenate([np.ravel(np.asarray(v, dtype=np.float64)) for v in values])
+    finite = finite[np.isfinite(finite) & (finite > 0)]
+    update = fig.update_yaxes if axis == "y" else fig.update_xaxes
+    if finite.size == 0:
+        update(type="log")
+        return
+    low, high = math.floor(math.log10(finite.min())), math.ceil(math.log10(finite.max()))
+    steps = (1,) if high - low > 3 else (1, 2, 5)
+    ticks = [m * 10.0 ** e for e in range(low, high + 1) for m in steps]
+    ticks = [t for t in ticks if finite.min() / 1.5 <= t <= finite.max() * 1.5] or [10.0 ** low, 10.0 ** high]
+    update(type="log", tickmode="array", tickvals=ticks, ticktext=[f"{t:.6g}" for t in ticks])
+
+
+def line_colours(count: int) -> list[str]:
+    """``count`` distinct colour-blind-safe line colours: Okabe & Ito's eight, or as many samples
+    of Viridis (a chart of 12 or 16 heads: each its own colour, in head order)."""
+    if count <= len(QUALITATIVE):
+        return QUALITATIVE[:count]
+    return sample_colorscale(SEQUENTIAL, [i / (count - 1) for i in range(count)])
+
+
+def for_presentation(fig: go.Figure) -> go.Figure:
+    """The same figure for a projector, in place: larger text, thicker lines and markers, black text
+    on white, titles wrapped for the larger font, fewer token labels so that none overlap.
+
+    Colour scales stay the colour-blind-safe ones of this module.
+    """
+    fig.update_layout(font=dict(size=PRESENT_FONT, color="black"), title_font_size=26, legend_font_size=20,
+                      title_subtitle_font_size=18)
+    fig.update_traces(line_width=4, selector=dict(type="scatter"))
+    fig.update_traces(marker_size=10, selector=dict(type="scatter", mode="markers"))
+    fig.update_annotations(font_size=20)
+    meta = fig.layout.meta or {}
+    if "title" in meta:
+        _set_title(fig, PRESENT_TITLE_CHARS)
+    for axis in ("x", "y"):
+        if f"{axis}_tokens" in meta:
+            token_ticks(fig, axis, meta[f"{axis}_tokens"], PRESENT_TICK_LABELS)
+    if fig.layout.height:
+        fig.update_layout(height=int(fig.layout.height * 1.25))
+    return fig
