@@ -12,6 +12,7 @@ MediaFileManager that remembers itself lets the tests click them, as the browser
 
 from __future__ import annotations
 
+import csv
 import io
 import os
 import subprocess
@@ -28,7 +29,14 @@ from streamlit.testing.v1 import app_test as app_test_module
 
 import posviz
 from posviz import export
+from posviz.analysis.layer_probe import layer_position_probe
+from posviz.analysis.probes import absolute_position_probe
+from posviz.analysis.properties import position_properties
+from posviz.analysis.word_order import compare_orders
 from posviz.standard_set import Export, standard_set
+from posviz.views import attention as attention_views
+from posviz.views import compare, positions, probes, properties, word_order
+from posviz.views import input as input_views
 from posviz.views.view import slug
 from tests.support.apptest import apptest_like_browser  # noqa: F401  the autouse AppTest shims
 from tests.support.apptest import ROOT, arr, assert_clean, figures, open_page
@@ -52,6 +60,21 @@ def run_cli(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
     """The real command line, ``python -m posviz ...``, in a process of its own."""
     return subprocess.run([sys.executable, "-m", "posviz", *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=timeout)
+
+
+def read_table(text: str) -> tuple[list[str], list[str], np.ndarray]:
+    """(header, first column, the numbers as float64 [rows, columns]) of a CSV, through ``csv.reader``."""
+    rows = list(csv.reader(io.StringIO(text)))
+    body = rows[1:]
+    return rows[0], [row[0] for row in body], np.array([[float(v) for v in row[1:]] for row in body])
+
+
+def read_numeric(text: str) -> tuple[tuple[str, ...], np.ndarray, np.ndarray]:
+    """(column names, label column, the numbers [rows, columns]) of a CSV whose labels are numbers,
+    through ``numpy.genfromtxt(..., delimiter=",", names=True)``."""
+    table = np.genfromtxt(io.StringIO(text), delimiter=",", names=True)
+    names = table.dtype.names
+    return names, table[names[0]], np.stack([table[name] for name in names[1:]], axis=1)
 
 
 @pytest.fixture(scope="module")
@@ -233,6 +256,181 @@ def test_no_browser_names_the_fix(cli, tmp_path, monkeypatch):
     assert line.startswith("posviz: error: ")
     assert "BROWSER_PATH" in line and "apt-get install chromium" in line and "--no-images" in line
     assert not (tmp_path / "out").exists()
+
+
+# ---------------------------------------------------------------- the CSV of each kind of view
+
+
+def test_csv_of_a_position_matrix_and_of_vectors(bundled_lm):
+    encoding = bundled_lm.encodings[0]
+    table = encoding.matrix
+    view = positions.position_similarity(positions.matrix(encoding, "cosine", 10, 13))
+    names, labels, values = read_numeric(export.csv_table(view.arrays))
+    assert names == ("positions", "10", "11", "12", "13")
+    np.testing.assert_array_equal(labels, [10, 11, 12, 13])
+    np.testing.assert_array_equal(values.astype(np.float32), view.arrays["similarity"])
+    unit = table[10:14] / np.linalg.norm(table[10:14], axis=1, keepdims=True)
+    np.testing.assert_allclose(values, unit @ unit.T, atol=1e-5)
+
+    # 384 positions × 384 dimensions: square, yet its columns are dimensions, not positions
+    view = positions.vectors(encoding, 100, 483)
+    names, labels, values = read_numeric(export.csv_table(view.arrays))
+    assert names == ("positions", *(f"vectors_{j}" for j in range(384)))
+    np.testing.assert_array_equal(labels, np.arange(100, 484))
+    np.testing.assert_array_equal(values.astype(np.float32), table[100:484])
+
+
+def test_csv_of_tokens_quotes_commas_and_quotes(bundled_lm):
+    emb = posviz.input_representation(bundled_lm, 'He said "yes, no"')
+    assert {",", '"'} <= set(emb.tokens)
+    view = input_views.input_similarity(emb)
+    text = export.csv_table(view.arrays)
+    header, labels, values = read_table(text)
+    assert header == ["tokens", *emb.tokens] and labels == emb.tokens
+    np.testing.assert_array_equal(values.astype(np.float32), view.arrays["cosine"])
+    assert '\n""""' in text and '\n","' in text  # the token " as """" (doubled, quoted), the token , quoted
+
+    view = input_views.part_vectors(emb, "position")
+    header, labels, values = read_table(export.csv_table(view.arrays))
+    assert header == ["tokens", *(f"vectors_{j}" for j in range(384))] and labels == emb.tokens
+    np.testing.assert_array_equal(values.astype(np.float32), emb.parts["position"])
+
+
+def test_csv_of_cross_attention_has_key_tokens_as_columns():
+    patterns = np.random.default_rng(0).random((2, 2, 3)).astype(np.float32)
+    view = attention_views.attention_head(patterns, ["a,b", 'say "q"'], ["x", "##y", ""], layer=0, head=1,
+                                          stack="cross")
+    text = export.csv_table(view.arrays)
+    assert text.splitlines()[0] == "query_tokens,x,##y,"
+    header, labels, values = read_table(text)
+    assert header == ["query_tokens", "x", "##y", ""] and labels == ["a,b", 'say "q"']
+    np.testing.assert_array_equal(values.astype(np.float32), patterns[1])
+    grid = attention_views.attention_grid(patterns, ["a,b", "c"], ["x", "y", "z"], layer=0, stack="cross")
+    assert not export.has_table(grid.arrays)  # [heads, queries, keys]: NPZ only
+    with pytest.raises(ValueError, match=r"attention \[2, 2, 3\].*use NPZ"):
+        export.csv_table(grid.arrays)
+
+
+def test_csv_of_series_has_a_column_per_series(bundled_lm):
+    encoding = bundled_lm.encodings[0]
+    mine = positions.matrix(encoding, "dot", 0, 31)
+    theirs = positions.matrix(posviz.positions.sinusoid.reference_sinusoid(32, 384, "interleaved"), "dot", 0, 31)
+    names = ("all-MiniLM-L6-v2 (bundled)", "sinusoid, width 384 (interleaved)")
+    view = compare.profiles(mine, theirs, names, "dot", 5)  # profiles [2, 32] named by models
+    header, labels, values = read_table(export.csv_table(view.arrays))
+    assert header == ["positions", *names] and labels == [str(p) for p in range(32)]
+    np.testing.assert_array_equal(values.astype(np.float32), view.arrays["profiles"].T)
+
+    g = gram(bundled_lm)[:16, :16]
+    mine, ref = position_properties(g), position_properties(g[::-1, ::-1].copy())
+    for view, label, columns in [
+        (properties.monotonicity_profile(mine, ref, ("m", "s")), "offset", ["model", "sinusoid"]),
+        (properties.symmetry_profile(mine, ref, ("m", "s")), "signed_offset", ["model", "sinusoid"]),
+        (properties.translation_bands(mine, ref, ("m", "s"), "P·Pᵀ"), "offset",
+         ["model_mean", "model_low", "model_high", "sinusoid_mean", "sinusoid_low", "sinusoid_high"]),
+    ]:
+        names, labels, values = read_numeric(export.csv_table(view.arrays))
+        assert names == (label, *columns)
+        np.testing.assert_array_equal(labels, view.arrays[label])
+        for j, column in enumerate(columns):
+            np.testing.assert_array_equal(values[:, j], view.arrays[column])  # float64: every digit
+
+
+
+def test_csv_of_word_order_and_probes(tiny_lm, bundled_lm):
+    lm = tiny_lm("bert")
+    order = [4, 1, 2, 3, 0]  # the first and the last word swapped
+    kept, removed = compare_orders(lm, SENTENCE, order), compare_orders(lm, SENTENCE, order, without_positions=True)
+    view = word_order.difference_bars(kept, removed)  # two series of a token each
+    header, labels, values = read_table(export.csv_table(view.arrays))
+    assert header == ["tokens", "with positions", "without positions"] and labels == TOKENS
+    np.testing.assert_array_equal(values, np.stack([kept.l2("output"), removed.l2("output")], axis=1))
+    assert values[:, 1].max() < 1e-4 < values[:, 0].min()  # without positions the outputs match
+
+    view = word_order.stage_vectors(kept, "output")  # three matrices of one shape, side by side
+    width = view.arrays["original"].shape[1]
+    header, labels, values = read_table(export.csv_table(view.arrays))
+    assert header == ["tokens", *(f"{name}_{j}" for name in ("original", "permuted_back", "difference")
+                                  for j in range(width))]
+    assert labels == TOKENS
+    np.testing.assert_array_equal(values.astype(np.float32), np.concatenate(
+        [view.arrays["original"], view.arrays["permuted_back"], view.arrays["difference"]], axis=1))
+
+    table = bundled_lm.encodings[0].matrix[:64]
+    found = {"model": absolute_position_probe(table), "random": absolute_position_probe(
+        np.random.default_rng(0).standard_normal(table.shape))}
+    names = {"model": "all-MiniLM-L6-v2 (bundled)", "random": "random Gaussian, seed 0"}
+    view = probes.probe_predictions(found, names, "position")  # no labels: the index is the true position
+    header, labels, values = read_table(export.csv_table(view.arrays))
+    assert header == ["index", *names.values()] and labels == [str(i) for i in range(64)]
+    assert values.tolist() == np.stack([found["model"].predictions, found["random"].predictions], axis=1).tolist()
+
+    result = layer_position_probe(lm, SENTENCE)
+    view = probes.layer_probe(result, encoder_decoder=False, max_tokens=lm.max_tokens, hidden=32)
+    header, labels, values = read_table(export.csv_table(view.arrays))
+    assert header == ["index", "mae_per_layer"] and labels == ["0", "1", "2"]  # layer 0 = the embedding output
+    assert values[:, 0].tolist() == result.mae.tolist()  # float64, every digit
+
+
+def test_csv_of_series_stacks_and_of_unlabelled_series(tiny_lm):
+    rotary = tiny_lm("llama").encodings[0]
+    view = positions.kernel_bands(rotary, 40)  # kernel [1 + bands, offsets]: a column per band
+    names, labels, values = read_numeric(export.csv_table(view.arrays))
+    bands = view.arrays["kernel"].shape[0]
+    assert names == ("offsets", *(f"kernel_{i}" for i in range(bands)))
+    np.testing.assert_array_equal(labels, np.arange(41))
+    np.testing.assert_array_equal(values.astype(np.float32), view.arrays["kernel"].T)
+
+    view = positions.signature(tiny_lm("t5").encodings[0])  # the bias [heads, offsets] by offset
+    names, labels, values = read_numeric(export.csv_table(view.arrays))
+    heads = view.arrays["bias"].shape[0]
+    assert names == ("offsets", *(f"bias_{h}" for h in range(heads)))
+    np.testing.assert_array_equal(labels, np.arange(-160, 161))
+    np.testing.assert_array_equal(values.astype(np.float32), view.arrays["bias"].T)
+
+    mae = np.array([0.1 + 0.2, 1 / 3, 12.0])  # float64: given back to the last digit, in as few as do it
+    text = export.csv_table({"mae": mae})
+    assert text == "index,mae\n0,0.30000000000000004\n1,0.3333333333333333\n2,12.0\n"
+
+
+def test_csv_of_matrices_of_one_shape_side_by_side():
+    rng = np.random.default_rng(1)
+    original, permuted = rng.normal(size=(2, 3, 4)).astype(np.float32)
+    arrays = {"original": original, "permuted_back": permuted, "difference": permuted - original,
+              "tokens": np.array(["a", "b", "c"])}  # stage_vectors' arrays
+    header, labels, values = read_table(export.csv_table(arrays))
+    assert header == ["tokens", *(f"{name}_{j}" for name in ("original", "permuted_back", "difference")
+                                  for j in range(4))]
+    assert labels == ["a", "b", "c"]
+    np.testing.assert_array_equal(values.astype(np.float32), np.concatenate([original, permuted, permuted - original],
+                                                                            axis=1))
+
+
+def test_what_has_no_table():
+    assert not export.has_table({})
+    assert not export.has_table({"tokens": ["a", "b"]})  # labels alone
+    assert not export.has_table({"attention": np.zeros((2, 3, 3), np.float32), "tokens": ["a", "b", "c"]})
+    assert export.has_table({"profile": np.zeros(3, np.float32)})
+    with pytest.raises(ValueError, match="use NPZ"):
+        export.csv_table({"tokens": ["a"]})
+
+
+def test_file_names_are_safe():
+    assert export.safe_name("all-MiniLM-L6-v2") == "all-MiniLM-L6-v2"
+    assert export.safe_name("Qwen2.5-0.5B_x") == "Qwen2.5-0.5B_x"
+    assert export.safe_name("my model (v2)") == "my-model-v2"
+    assert export.safe_name("../../etc/passwd") == "etc-passwd"
+    assert export.safe_name("modèle été") == "modele-ete"
+    assert export.safe_name("…") == ""
+    assert export.file_stem("all-MiniLM-L6-v2", "profile-q128") == "all-MiniLM-L6-v2-profile-q128"
+    assert export.file_stem("", "profile-q128") == "profile-q128"
+    assert export.file_stem("", "") == "figure"
+
+
+def gram(lm) -> np.ndarray:
+    """P·Pᵀ of a learned table, in float64 (computed here, not by posviz)."""
+    table = lm.encodings[0].matrix.astype(np.float64)
+    return table @ table.T
 
 
 # ---------------------------------------------------------------- the library pieces
