@@ -35,12 +35,13 @@ seed = int(c1.number_input("Seed", 0, 2**31 - 1, 0, **url("seed"),
                            help="Seeds the shuffle, the folds, the pairs and the random matrix."))
 pairs = int(c2.number_input("Pairs (relative probe)", 50, 4096, 512, step=64, **url("pairs"),
                             help="The paper's code drew 512 pairs, without a seed."))
-regression = c3.radio("Regression (absolute probe)", REGRESSIONS, horizontal=True, **url("regression"),
+regression = c3.radio("Regression (absolute probe)", REGRESSIONS, index=REGRESSIONS.index("ridge"), horizontal=True,
+                      **url("regression"),
                       captions=[REGRESSION_CAPTIONS[r] for r in REGRESSIONS],
-                      help="Least squares is the paper's. Where the width nears the number of training rows "
-                           "(hidden states of width 384 from 410 tokens) it overfits and scores worse than a "
-                           "guess; ridge (not in the paper: scikit-learn's RidgeCV) chooses an L2 penalty by "
-                           "leave-one-out on each training split.")
+                      help="Ridge (scikit-learn's RidgeCV, not in the paper) chooses an L2 penalty by leave-one-out "
+                           "on each training split. Least squares is the paper's: where the width nears the number "
+                           "of training rows (hidden states of width 384 from 410 tokens) it overfits and scores "
+                           "worse than a guess.")
 
 st.subheader("Position vectors beside the sinusoid and a random matrix")
 encoding = choose_encoding(lm)

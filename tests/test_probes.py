@@ -98,7 +98,7 @@ def test_tensors_and_arrays_alike_and_bad_arguments(sinusoid):
 
 @pytest.fixture(scope="module")
 def layers(bundled_lm):
-    return layer_probe.layer_position_probe(bundled_lm)
+    return layer_probe.layer_position_probe(bundled_lm, regression="ridge")  # the page's default
 
 
 def test_layer_zero_is_the_models_own_hidden_states(layers, bundled_reference):
@@ -113,7 +113,7 @@ def test_layer_zero_is_the_models_own_hidden_states(layers, bundled_reference):
     assert layers.truncated > 0  # the built-in text is longer than 512 tokens
     # one absolute probe per layer, on exactly those features
     assert layers.mae.shape == (7,) and layers.predictions.shape == (7, 512)
-    assert layers.mae[3] == probes.absolute_position_probe(layers.states[3]).score
+    assert layers.mae[3] == probes.absolute_position_probe(layers.states[3], regression="ridge").score
 
 
 def test_layer_probe_on_any_scheme_and_short_texts(tiny_lm):
@@ -137,6 +137,7 @@ def _rows(at) -> dict:
 def test_page_on_the_bundled_model(table, layers):
     at = open_page("probes")
     assert_clean(at, "probes")
+    assert at.radio(key="regression").value == "ridge"  # least squares is worse than a guess on layers
     rows = _rows(at)
     noise = np.random.default_rng(0).standard_normal((512, 384)).astype(np.float32)
     expected = {"all-MiniLM-L6-v2 (bundled)": table, "sinusoid, width 384 (interleaved)": posviz.sinusoidal(512, 384),
@@ -145,7 +146,7 @@ def test_page_on_the_bundled_model(table, layers):
     scatter, per_layer = figures(at)
     traces = {t["name"].split(" (MAE")[0]: t for t in scatter["data"][1:]}
     for name, matrix in expected.items():
-        absolute = probes.absolute_position_probe(matrix)
+        absolute = probes.absolute_position_probe(matrix, regression="ridge")
         assert rows[name]["absolute MAE (positions)"] == absolute.score
         assert rows[name]["relative error rate"] == probes.relative_order_probe(matrix).score
         assert rows[name]["pairs"] == 512 and rows[name]["positions"] == 512
@@ -159,14 +160,15 @@ def test_page_on_the_bundled_model(table, layers):
     assert_clean(at, "probes")
     _seed_2_pairs_256(at, table)
     assert _rows(at)["random Gaussian, seed 2"]["absolute MAE (positions)"] == probes.absolute_position_probe(
-        np.random.default_rng(2).standard_normal((512, 384)).astype(np.float32), seed=2).score
-    # ... read from the URL (AppTest does not show what the widgets write to it), with ridge
-    at = open_page("probes", query_params={"seed": "2", "pairs": "256", "regression": "ridge"})
+        np.random.default_rng(2).standard_normal((512, 384)).astype(np.float32), seed=2, regression="ridge").score
+    # ... read from the URL (AppTest does not show what the widgets write to it), with least squares
+    at = open_page("probes", query_params={"seed": "2", "pairs": "256", "regression": "linear"})
     assert at.number_input(key="seed").value == 2 and at.number_input(key="pairs").value == 256
-    assert at.radio(key="regression").value == "ridge"
+    assert at.radio(key="regression").value == "linear"
     _seed_2_pairs_256(at, table)
     assert _rows(at)["all-MiniLM-L6-v2 (bundled)"]["absolute MAE (positions)"] == \
-        probes.absolute_position_probe(table, seed=2, regression="ridge").score
+        probes.absolute_position_probe(table, seed=2, regression="linear").score
+    assert any("least squares did worse than a guess" in c.value for c in at.caption)
 
 
 def _seed_2_pairs_256(at, table) -> None:
@@ -193,5 +195,5 @@ def test_page_on_bloom_has_no_table_but_probes_layers(tiny_path, tiny_lm):
     assert not at.dataframe
     assert any("no table to probe" in i.value for i in at.info)
     (per_layer,) = figures(at)
-    np.testing.assert_allclose(arr(per_layer["data"][0]["y"]), layer_probe.layer_position_probe(tiny_lm("bloom")).mae,
-                               rtol=1e-6)
+    np.testing.assert_allclose(arr(per_layer["data"][0]["y"]),
+                               layer_probe.layer_position_probe(tiny_lm("bloom"), regression="ridge").mae, rtol=1e-6)

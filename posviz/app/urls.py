@@ -96,7 +96,8 @@ PARAMS: dict[str, Param] = {p.name: p for p in (
     Param("other", "text", ("compare",), "empty", "Hub id or local folder of the other model"),
     Param("seed", "integer", ("probes", "word_order"), "0", "the random seed (probe folds and pairs; the shuffle)"),
     Param("pairs", "integer", ("probes",), "512", "pairs drawn for the relative-order probe"),
-    Param("regression", "choice", ("probes",), "linear", "the absolute probe's regression", ("linear", "ridge")),
+    Param("regression", "choice", ("probes",), "ridge", "the absolute probe's regression (linear: least squares, the "
+          "paper's)", ("linear", "ridge")),
     Param("probe_text", "choice", ("probes",), "prose", "the text of the layer probe", ("prose", "sentence")),
     Param("permutation", "choice", ("word_order",), "swap", "how the words are permuted",
           ("reverse", "swap", "shuffle", "custom")),
