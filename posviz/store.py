@@ -15,7 +15,7 @@ from typing import Callable, NamedTuple
 import torch
 
 from posviz import settings
-from posviz.loading import BUNDLED_NAME, LoadedModel, ModelLoadError, load_model
+from posviz.loading import BUNDLED_NAME, CONFIG_ONLY, LoadedModel, ModelLoadError, load_model
 
 LOG = logging.getLogger("posviz")
 
@@ -48,7 +48,8 @@ BUNDLED = ModelKey(None, None, "auto")
 
 def key_for(name: str | None, revision: str | None = None, device: str = "auto",
             positions_only: bool = False) -> ModelKey:
-    """The key of what a user typed: the bundled model's name (or nothing) means the bundled model.
+    """The key of what a user typed: the bundled model's name (or nothing) means the bundled model;
+    a model posviz ships the configuration of (:data:`posviz.loading.CONFIG_ONLY`) is positions only.
 
     Examples
     --------
@@ -59,7 +60,7 @@ def key_for(name: str | None, revision: str | None = None, device: str = "auto",
     """
     name = (name or "").strip()
     return ModelKey(None if name in ("", BUNDLED_NAME) else name, (revision or "").strip() or None, device,
-                    bool(positions_only))
+                    bool(positions_only) or name in CONFIG_ONLY)
 
 
 class _Entry:

@@ -7,7 +7,7 @@ import logging
 import streamlit as st
 
 from posviz.app.urls import unusable
-from posviz.loading import LoadedModel
+from posviz.loading import CONFIG_ONLY, LoadedModel
 from posviz.positions import PositionEncoding
 from posviz.tokenization import TypedSpecialToken
 
@@ -49,6 +49,12 @@ def require_weights(lm: LoadedModel, what: str) -> None:
     ``what`` names what the view runs, e.g. "through every attention layer".
     """
     if lm.positions_only:
+        if lm.name in CONFIG_ONLY:
+            st.info(f"This view runs sentences {what}, which needs the model's weights; posviz ships only the "
+                    f"configuration of {lm.short_name}, enough for its positions (Model, Position similarity, "
+                    "Projection, Compare). Pick its Hub id to load the whole model, or the bundled model.",
+                    icon=":material/info:")
+            st.stop()
         st.info(f"This view runs sentences {what}, which needs the model's full weights; only its positional "
                 "tensors are loaded. Load the whole model (if it fits this machine), or see the positions on the "
                 "Position similarity and Projection pages.", icon=":material/info:")

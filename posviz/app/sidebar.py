@@ -11,7 +11,7 @@ from posviz import settings
 from posviz.app import caches, presentation
 from posviz.app.notices import positions_only_button
 from posviz.app.widgets import url
-from posviz.loading import BUNDLED_NAME, LoadedModel, ModelLoadError, ModelTooLargeError
+from posviz.loading import BUNDLED_NAME, CONFIG_ONLY, LoadedModel, ModelLoadError, ModelTooLargeError
 from posviz.store import BUNDLED, ModelKey, key_for
 
 #: Models offered in the picker; any other Hub id or local folder can be typed in.
@@ -25,6 +25,7 @@ MODEL_CHOICES = [
     "google/electra-small-discriminator",
     "facebook/opt-125m",
     "facebook/bart-base",
+    *CONFIG_ONLY,
 ]
 
 
