@@ -43,6 +43,7 @@ from tests.support.apptest import ROOT, arr, assert_clean, figures, open_page
 
 SENTENCE = "The cat chased the dog"
 TOKENS = ["[CLS]", "the", "cat", "chased", "the", "dog", "[SEP]"]
+SHORT = "all-MiniLM-L6-v2"  # the bundled model's short name: every file name starts with it
 FIGURES = ["position-similarity", "profile-q128", "projection-pca", "input-norms", "attention-layer0-head0",
            "attention-layer0-heads"]
 BROWSER = export.find_browser()
@@ -104,7 +105,7 @@ def test_cli_writes_the_standard_set(exported):
         if BROWSER:
             assert {f"{stem}.png", f"{stem}.svg"} <= names, stem
     assert "attention-all-layers.npz" in names
-    assert "Traceback" not in result.stderr
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
     assert "/30" in result.stderr or not BROWSER, "no progress bar"  # tqdm: done/total
     assert f"Wrote {len(listed)} files" in result.stderr
 
@@ -476,15 +477,26 @@ def media(monkeypatch):
     return made
 
 
-def download(media: list[MediaFileManager], button) -> bytes:
-    """What the browser receives when ``button`` is clicked: the deferred function runs now."""
+def clicked(media: list[MediaFileManager], button):
+    """What the browser receives when ``button`` is clicked (the deferred function runs now): the
+    stored file, with ``.content`` and ``.filename``."""
     manager = media[-1]
     url = manager.execute_deferred(button.proto.deferred_file_id)
-    return manager._storage.get_file(url.rsplit("/", 1)[-1]).content
+    return manager._storage.get_file(url.rsplit("/", 1)[-1])
+
+
+def download(media: list[MediaFileManager], button) -> bytes:
+    return clicked(media, button).content
+
+
+def file_names(media: list[MediaFileManager], buttons) -> list[str]:
+    """The file name of each button, as the browser saves it (without building the file)."""
+    deferred = media[-1]._deferred_callables
+    return [deferred[b.proto.deferred_file_id]["filename"] for b in buttons]
 
 
 def button_rows(at) -> list[list]:
-    """The download buttons of each chart (keys ``download-<file name>-<kind>``), in page order."""
+    """The download buttons of each chart (keys ``download-<view stem>-<kind>``), in page order."""
     rows: dict[str, list] = {}
     for button in at.get("download_button"):
         rows.setdefault(button.key.rsplit("-", 1)[0], []).append(button)
@@ -493,7 +505,7 @@ def button_rows(at) -> list[list]:
 
 def test_similarity_page_offers_downloads_of_its_matrix(media, monkeypatch):
     built = []
-    for name in ("figure_html", "figure_image", "csv_text", "npz_bytes"):
+    for name in ("figure_html", "figure_image", "csv_table", "npz_bytes"):
         original = getattr(export, name)
         monkeypatch.setattr(export, name, lambda *a, _f=original, _n=name, **k: built.append(_n) or _f(*a, **k))
     at = open_page("similarity")
@@ -505,12 +517,19 @@ def test_similarity_page_offers_downloads_of_its_matrix(media, monkeypatch):
     assert [b.proto.label for b in heatmap_buttons] == ["SVG", "HTML (offline)", "CSV", "NPZ"]
     assert all(b.proto.deferred_file_id and not b.proto.url for b in heatmap_buttons)
     assert [b.proto.disabled for b in heatmap_buttons] == [BROWSER is None, False, False, False]
+    stem = slug(figures(at)[0]["layout"]["title"]["text"])
+    assert file_names(media, heatmap_buttons) == [f"{SHORT}-{stem}.{ext}" for ext in ("svg", "html", "csv", "npz")]
+    assert stem.startswith("ppt-positions-0-511")
+    for row in rows:
+        assert all(name.startswith(f"{SHORT}-") for name in file_names(media, row))
     z = arr(figures(at)[0]["data"][0]["z"])
     assert z.shape == (512, 512)
 
     svg_button, html_button, csv_button, npz_button = heatmap_buttons
-    csv = np.loadtxt(io.BytesIO(download(media, csv_button)), delimiter=",").astype(np.float32)
-    np.testing.assert_array_equal(csv, z)
+    names, labels, values = read_numeric(download(media, csv_button).decode("utf-8"))
+    assert names == ("positions", *map(str, range(512)))
+    np.testing.assert_array_equal(labels, np.arange(512))
+    np.testing.assert_array_equal(values.astype(np.float32), z)
     with np.load(io.BytesIO(download(media, npz_button))) as npz:
         np.testing.assert_array_equal(npz["similarity"], z)
         np.testing.assert_array_equal(npz["positions"], np.arange(512))
@@ -518,27 +537,47 @@ def test_similarity_page_offers_downloads_of_its_matrix(media, monkeypatch):
     parser = _Scripts()
     parser.feed(page)
     assert parser.sources == [] and any("plotly.js v" in s for s in parser.inline)
-    assert built == ["csv_text", "npz_bytes", "figure_html"]
+    assert built == ["csv_table", "npz_bytes", "figure_html"]
     if BROWSER:
         root = ET.fromstring(download(media, svg_button))
         assert root.tag.endswith("svg")
 
 
-def test_attention_page_npz_holds_every_head(media):
+def test_attention_page_csv_has_the_tokens_and_npz_every_head(media):
     at = open_page("attention")
     assert_clean(at, "attention")
     head, mean, grid = button_rows(at)
     shown = figures(at)
     assert [b.proto.label for b in head] == ["SVG", "HTML (offline)", "CSV", "NPZ"]
     assert [b.proto.label for b in grid] == ["SVG", "HTML (offline)", "NPZ"]  # [heads, n, n]: no CSV
-    csv = np.loadtxt(io.BytesIO(download(media, head[2])), delimiter=",").astype(np.float32)
-    np.testing.assert_array_equal(csv, arr(shown[0]["data"][0]["z"]))
+    assert file_names(media, head)[2] == f"{SHORT}-{slug(shown[0]['layout']['title']['text'])}.csv"
+    header, labels, values = read_table(download(media, head[2]).decode("utf-8"))
+    with np.load(io.BytesIO(download(media, head[3]))) as npz:
+        tokens = npz["query_tokens"].tolist()
+    assert tokens[:7] == ["[CLS]", "the", "cat", "chased", "the", "dog", "[SEP]"]  # and the second sentence
+    assert header == ["query_tokens", *tokens] and labels == tokens
+    np.testing.assert_array_equal(values.astype(np.float32), arr(shown[0]["data"][0]["z"]))
     with np.load(io.BytesIO(download(media, grid[2]))) as npz:
         patterns = npz["attention"]
         n = len(npz["query_tokens"])
         assert patterns.shape == (12, n, n)
         for h, trace in enumerate(shown[2]["data"]):
             np.testing.assert_allclose(arr(trace["z"]), patterns[h], atol=1e-6)
+
+
+def test_download_names_start_with_the_folders_name(media, tiny_path):
+    path = tiny_path("bert")
+    at = open_page("input", {"model": str(path), "text": SENTENCE, "text_pair": ""})
+    assert_clean(at, "input")
+    rows = button_rows(at)
+    assert rows
+    for row in rows:
+        names = file_names(media, row)
+        assert all(name.startswith(f"{path.name}-") for name in names), names
+    norms = rows[0]
+    assert [b.proto.label for b in norms] == ["SVG", "HTML (offline)", "CSV", "NPZ"]
+    header, labels, values = read_table(download(media, norms[2]).decode("utf-8"))
+    assert header == ["tokens", "token", "segment", "position", "sum", "after LayerNorm"] and labels == TOKENS
 
 
 def _charts_with_one_title():
@@ -552,13 +591,20 @@ def _charts_with_one_title():
         show(View(go.Figure(go.Scatter(y=[1, 2, i]), layout={"title": "Same title"}), "Same title",
                   {"y": np.array([1, 2, i])}))
     show(View(go.Figure(), ""))
+    show(View(go.Figure(), "Named"), model="My model (v2)")
 
 
-def test_charts_sharing_a_title_get_their_own_buttons():
+def test_charts_sharing_a_title_get_their_own_buttons(media):
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_function(_charts_with_one_title, default_timeout=120).run()
     assert not at.exception, [e.value for e in at.exception]
-    keys = [b.key for b in at.get("download_button")]
+    buttons = at.get("download_button")
+    keys = [b.key for b in buttons]
     assert keys == [f"download-same-title{n}-{kind}" for n in ("", "-2", "-3") for kind in ("svg", "html", "csv", "npz")
-                    ] + ["download-figure-svg", "download-figure-html"]  # no arrays: no CSV, no NPZ
+                    ] + ["download-figure-svg", "download-figure-html",  # no arrays: no CSV, no NPZ
+                         "download-named-svg", "download-named-html"]
+    # outside a page run there is no current model: the names are the views' own; a given model leads
+    assert file_names(media, buttons[:4]) == ["same-title.svg", "same-title.html", "same-title.csv", "same-title.npz"]
+    assert file_names(media, buttons[-2:]) == ["My-model-v2-named.svg", "My-model-v2-named.html"]
+    assert download(media, buttons[2]).decode() == "index,y\n0,1\n1,2\n2,0\n"  # integers as they are

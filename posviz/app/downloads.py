@@ -6,6 +6,7 @@ import streamlit as st
 from streamlit.errors import StreamlitDuplicateElementKey
 
 from posviz import export
+from posviz.app import navigation
 from posviz.app.presentation import styled
 from posviz.views.view import View
 
@@ -14,45 +15,60 @@ _HELP = {"SVG": "Vector image for slides and papers (rendered on the server: a f
          "CSV": "The figure's matrix, one row per line.", "NPZ": "Every array of the figure, for numpy.load."}
 
 
-def show(view: View) -> None:
+def show(view: View, *, model: str = "") -> None:
     """Draw a view: its plotly figure at full width with its own colours (styled for a projector in
     presentation mode), a row of small download buttons, then its caption.
 
     The chart's toolbar (camera) saves a PNG at twice the shown size, rendered by the browser.
     The buttons: "SVG" (rendered on the server by kaleido in a headless Chromium, a few seconds),
     "HTML (offline)" (the interactive chart with plotly.js inside, about 5 MB) and, where the view
-    has arrays, "CSV" (the first array, where it is 1-D or 2-D) and "NPZ" (every array by name).
-    Nothing is built until a button is clicked: each button holds a function, not the file.
+    has arrays, "CSV" (a table with a header row and the labels, :func:`posviz.export.csv_table`,
+    where the arrays are tabular) and "NPZ" (every array by name). Nothing is built until a button is
+    clicked: each button holds a function, not the file.
+
+    Parameters
+    ----------
+    view : View
+    model : str
+        The short name every file name starts with (``all-MiniLM-L6-v2-…``); empty: the short name of
+        the model of this page run (:func:`posviz.app.navigation.current_model`), where there is one.
     """
+    if not model and getattr(navigation._run, "model", None) is not None:  # a page run: its model
+        model = navigation.current_model()[1].short_name
     fig = styled(view.figure)
-    st.plotly_chart(fig, theme=None, config=export.plotly_config(view.stem))
-    _download_row(view)
+    st.plotly_chart(fig, theme=None, config=export.plotly_config(export.file_stem(model, view.stem)))
+    _download_row(view, model=model)
     if view.caption:
         st.caption(view.caption)
 
 
-def _download_row(view: View) -> None:
-    """The download buttons of :func:`show`, in one row; keys from the file name, numbered where
-    two charts of a page share it."""
+def _download_row(view: View, *, model: str = "") -> None:
+    """The download buttons of :func:`show`, in one row: files named ``<model>-<view stem>.<ext>``
+    (:func:`posviz.export.file_stem`: letters, digits, ``-``, ``.``, ``_``); keys from the view's stem,
+    numbered where two charts of a page share it."""
     fig, stem, arrays = view.figure, view.stem, view.arrays
+    name = export.file_stem(model, stem)
     browser = export.find_browser()
-    buttons = [("SVG", f"{stem}.svg", "image/svg+xml", lambda: export.figure_image(fig, "svg"),
-                None if browser else export.BROWSER_FIX),
-               ("HTML (offline)", f"{stem}.html", "text/html", lambda: export.figure_html(fig, stem), None)]
+    buttons = [("SVG", f"{name}.svg", "image/svg+xml", lambda: export.figure_image(fig, "svg"),
+                None if browser else export.BROWSER_FIX, _HELP["SVG"]),
+               ("HTML (offline)", f"{name}.html", "text/html", lambda: export.figure_html(fig, name), None,
+                _HELP["HTML (offline)"])]
     if arrays:
-        csv_name = export.csv_array(arrays)
-        if csv_name:
-            buttons.append(("CSV", f"{stem}-{csv_name}.csv", "text/csv",
-                            lambda: export.csv_text(arrays[csv_name]), None))
-        buttons.append(("NPZ", f"{stem}.npz", "application/octet-stream", lambda: export.npz_bytes(arrays), None))
+        if export.has_table(arrays):
+            buttons.append(("CSV", f"{name}.csv", "text/csv", lambda: export.csv_table(arrays), None,
+                            "The figure's numbers as a table: a header row, then one line per row with its "
+                            "position or token first."))
+        buttons.append(("NPZ", f"{name}.npz", "application/octet-stream", lambda: export.npz_bytes(arrays), None,
+                        _HELP["NPZ"]))
     row = st.container(horizontal=True, gap="small")
     for number in range(1, 100):
         prefix = f"download-{stem}" + (f"-{number}" if number > 1 else "")
         try:
-            for i, (label, name, mime, data, missing) in enumerate(buttons):
-                row.download_button(label, data, file_name=name, mime=mime, key=f"{prefix}-{label.split()[0].lower()}",
-                                    on_click="ignore", type="tertiary", icon=":material/download:",
-                                    disabled=missing is not None, help=missing or _HELP[label])
+            for i, (label, file_name, mime, data, missing, help_text) in enumerate(buttons):
+                row.download_button(label, data, file_name=file_name, mime=mime,
+                                    key=f"{prefix}-{label.split()[0].lower()}", on_click="ignore", type="tertiary",
+                                    icon=":material/download:", disabled=missing is not None,
+                                    help=missing or help_text)
             return
         except StreamlitDuplicateElementKey:
             if i:  # the first button of the row took its key: another key cannot clash
