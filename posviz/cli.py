@@ -1,4 +1,5 @@
-"""Command line of posviz: ``python -m posviz export --model ID --sentence TEXT --out DIR``."""
+"""Command line of posviz: ``python -m posviz export --model ID --sentence TEXT --out DIR`` (and ``--layer``,
+``--head``, ``--q``, ``--range FIRST LAST``, ``--present``, ``--no-images``; ``--help`` says each)."""
 
 from __future__ import annotations
 
@@ -15,9 +16,10 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     export = commands.add_parser(
         "export", help="write the standard figures and arrays of a model and a sentence, for slides",
-        description="Write the standard figures (position similarity, position q = 128 against all, PCA "
-                    "projection, input representation norms, attention of layer 0 head 0 and every head of "
-                    "layer 0) as offline HTML, PNG and SVG, and their arrays as NPZ and CSV.")
+        description="Write the standard figures (position similarity, position q against all, PCA projection, "
+                    "input representation norms, attention of one head and every head of its layer) as offline "
+                    "HTML, PNG and SVG, and their arrays as NPZ and CSV (a header row and the labels). Every file "
+                    "name starts with the model's short name, e.g. all-MiniLM-L6-v2-position-similarity.csv.")
     export.add_argument("--model", default=None, metavar="ID",
                         help="Hugging Face Hub id or local folder (default: the bundled all-MiniLM-L6-v2)")
     export.add_argument("--sentence", default=None, metavar="TEXT",
@@ -27,6 +29,19 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("--device", default="auto", metavar="D", help="auto (default), cpu, cuda, mps …")
     export.add_argument("--no-images", action="store_true",
                         help="HTML, NPZ and CSV only (PNG and SVG need Chrome or Chromium)")
+    export.add_argument("--layer", type=int, default=0, metavar="L",
+                        help="the attention figures' layer, 0-based (default 0; an encoder-decoder model's encoder)")
+    export.add_argument("--head", type=int, default=0, metavar="H",
+                        help="the attention figure's head, 0-based (default 0)")
+    export.add_argument("--q", type=int, default=None, metavar="Q",
+                        help='the position of "position q against all", 0-based (default 128, or the last position '
+                             "of a model with fewer: the command says which)")
+    export.add_argument("--range", type=int, nargs=2, default=None, metavar=("FIRST", "LAST"),
+                        help="first and last position of the position similarity, inclusive "
+                             "(default: the first 2048)")
+    export.add_argument("--present", action="store_true",
+                        help="figures for a projector (large fonts, thick lines), as the app's presentation mode; "
+                             "their files end in -present")
     return parser
 
 
@@ -38,12 +53,15 @@ def _fail(message: str) -> int:
 def export_command(args: argparse.Namespace) -> int:
     """``python -m posviz export``: load the model, write the standard set (:mod:`posviz.standard_set`).
 
+    Notes (the q used where the model has fewer positions than asked for by default) go to stderr as
+    ``posviz: note: ...``; the files written to stdout, one path a line.
+
     Returns
     -------
     int
         0 on success; 2 with a one-line message on stderr for an empty sentence, an ``--out`` that
-        is a file, no browser for images, a model that cannot be loaded, an unusable device, or a
-        failed write.
+        is a file, no browser for images, a model that cannot be loaded, an unusable device, a
+        ``--layer``, ``--head``, ``--q`` or ``--range`` the model does not have, or a failed write.
     """
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     from tqdm import tqdm
@@ -60,6 +78,12 @@ def export_command(args: argparse.Namespace) -> int:
         return _fail("--sentence is empty; give a sentence for the input and attention figures.")
     if args.out.exists() and not args.out.is_dir():
         return _fail(f"--out {args.out} is a file; give a folder (it is created where missing).")
+    settings = {"layer": args.layer, "head": args.head, "q": args.q,
+                "range": tuple(args.range) if args.range else None}
+    try:
+        standard_set.check_settings(**settings)  # before a model is loaded
+    except ValueError as exc:
+        return _fail(str(exc))
     if not args.no_images:
         try:
             export.require_browser()
@@ -71,19 +95,27 @@ def export_command(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     except RuntimeError as exc:  # an unusable --device
         return _fail(f"Cannot use device {args.device!r} ({exc}).")
-    bar = tqdm(desc=f"Exporting {lm.name}", unit="file", file=sys.stderr, dynamic_ncols=True)
+    bar = None  # made at the first file written: a message before it (a note, an error) stands alone
+
+    def note(text: str) -> None:
+        print(f"posviz: note: {' '.join(text.split())}", file=sys.stderr)
 
     def progress(path: Path, done: int, total: int) -> None:
-        bar.total = total
+        nonlocal bar
+        if bar is None:
+            bar = tqdm(desc=f"Exporting {lm.name}", total=total, unit="file", file=sys.stderr, dynamic_ncols=True)
         bar.set_postfix_str(path.name, refresh=False)
         bar.update(done - bar.n)
 
     try:
-        files = standard_set.export_standard_set(lm, sentence, args.out, progress=progress, images=not args.no_images)
+        files = standard_set.export_standard_set(lm, sentence, args.out, progress=progress, images=not args.no_images,
+                                                 present=args.present, notes=note, **settings)
     except (export.ExportError, ValueError, OSError) as exc:
-        bar.close()
+        if bar is not None:
+            bar.close()
         return _fail(str(exc))
-    bar.close()
+    if bar is not None:
+        bar.close()
     print(f"Wrote {len(files)} files to {args.out} in {time.perf_counter() - start:.1f} s "
           f"({lm.name}, {lm.device}).", file=sys.stderr)
     for path in files:

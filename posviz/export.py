@@ -297,32 +297,6 @@ def csv_table(arrays: dict[str, np.ndarray]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def csv_text(values) -> str:
-    """A 2-D array as CSV rows (a 1-D array as one column): numbers with 9 significant digits,
-    enough to give float32 back exactly (``numpy.loadtxt(..., delimiter=",")``); NaN as ``nan``.
-
-    Raises
-    ------
-    ValueError
-        For arrays of more than two axes (use NPZ).
-    """
-    a = _array(values)
-    if a.ndim > 2:
-        raise ValueError(f"CSV holds 1-D or 2-D arrays, not {a.ndim}-D ones; use NPZ.")
-    a = a.reshape(-1, 1) if a.ndim < 2 else a
-    buf = io.StringIO()
-    np.savetxt(buf, a, delimiter=",", fmt="%s" if a.dtype.kind in "USb" else "%.9g")
-    return buf.getvalue()
-
-
-def csv_array(arrays: dict[str, np.ndarray]) -> str | None:
-    """The name of the array a CSV holds: the first, where it has one or two axes."""
-    for name, value in arrays.items():
-        return name if _array(value).ndim <= 2 else None
-    return None
-
-
-
 # ---------------------------------------------------------------- figures
 
 

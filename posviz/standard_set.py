@@ -1,7 +1,8 @@
 """The standard set of figures and arrays of a model and a sentence, for slides and papers.
 
-Each is a view of :mod:`posviz.views` with the pages' default settings, so a figure written here
-is the figure the app shows. ``python -m posviz export`` (:mod:`posviz.cli`) is its command line.
+Each is a view of :mod:`posviz.views` with the pages' settings (their defaults, or the layer, head,
+q, range and presentation mode given), so a figure written here is the figure the app shows.
+``python -m posviz export`` (:mod:`posviz.cli`) is its command line.
 """
 
 from __future__ import annotations
@@ -15,102 +16,235 @@ import plotly.graph_objects as go
 
 from posviz.analysis.attention import attention
 from posviz.analysis.input_representation import input_representation
-from posviz.export import csv_array, csv_text, figure_html, npz_bytes, require_browser, write_images
+from posviz.export import csv_table, figure_html, file_stem, has_table, npz_bytes, require_browser, write_images
 from posviz.loading import LoadedModel
 from posviz.views import attention as attention_views
 from posviz.views import input as input_views
 from posviz.views import positions
+from posviz.views.figures import ordinal
+from posviz.views.limits import PROFILE_Q
+from posviz.views.style import for_presentation
 from posviz.views.view import View
 
 #: The sentence exported when none is given (the app's default).
 DEFAULT_SENTENCE = "The cat chased the dog"
+#: The suffix of figure files (HTML, PNG, SVG) made for a projector (``present=True``).
+PRESENT = "present"
+#: Figure files: the interactive page first, then the images.
+FIGURE_EXTS = (".html", ".png", ".svg")
 
 
 @dataclass
 class Export:
-    """One exported view: its figure (HTML, PNG, SVG) and arrays (NPZ; CSV of the first).
+    """One exported view: its figure (HTML, PNG, SVG) and arrays (NPZ, and CSV where tabular).
 
     Attributes
     ----------
     stem : str
-        The file name without its extension.
+        The view's part of the file names (``"position-similarity"``, ``"profile-q128"``), with the
+        settings where they are not the defaults.
     figure : plotly.graph_objects.Figure or None
         None for arrays alone.
     arrays : dict of str to np.ndarray
+    model : str
+        The model's short name (:attr:`posviz.LoadedModel.short_name`): every file name starts with it.
+    present : bool
+        The figure is styled for a projector: its files end in ``-present``.
+    note : str
+        What was used instead of what was asked for (the q of a model with fewer positions), or empty.
     """
 
     stem: str
     figure: go.Figure | None = None
     arrays: dict[str, np.ndarray] = field(default_factory=dict)
+    model: str = ""
+    present: bool = False
+    note: str = ""
 
     @classmethod
-    def of(cls, stem: str, view: View) -> "Export":
-        """The export of a view under ``stem``."""
-        return cls(stem, view.figure, view.arrays)
+    def of(cls, stem: str, view: View, **kwargs) -> "Export":
+        """The export of a view under ``stem``; ``kwargs`` set the other attributes."""
+        return cls(stem, view.figure, view.arrays, **kwargs)
+
+    @property
+    def name(self) -> str:
+        """The file name of the arrays without its extension: ``<model>-<stem>`` (:func:`posviz.export.file_stem`)."""
+        return file_stem(self.model, self.stem)
+
+    @property
+    def figure_name(self) -> str:
+        """The file name of the figure without its extension: :attr:`name`, ``-present`` in presentation mode."""
+        return file_stem(self.model, self.stem, PRESENT if self.present else "")
 
     def files(self, out_dir: Path, images: bool = True) -> list[Path]:
-        """The files this export writes into ``out_dir``: ``.html`` (and ``.png``, ``.svg`` with
-        ``images``) for a figure, ``.npz`` and ``.csv`` for arrays."""
-        exts = ([".html"] + [".png", ".svg"] * images) if self.figure is not None else []
-        exts += [".npz"] * bool(self.arrays) + [".csv"] * bool(self.arrays and csv_array(self.arrays))
-        return [out_dir / f"{self.stem}{ext}" for ext in exts]
+        """The files this export writes.
+
+        Parameters
+        ----------
+        out_dir : Path
+        images : bool
+            Whether the figure's ``.png`` and ``.svg`` are written beside its ``.html``.
+
+        Returns
+        -------
+        list of Path
+            In ``out_dir``: ``<figure_name>.html`` (``.png``, ``.svg``) for a figure,
+            ``<name>.npz`` for arrays and ``<name>.csv`` where they are tabular (:func:`posviz.export.has_table`).
+        """
+        exts = FIGURE_EXTS[:3 if images else 1] if self.figure is not None else ()
+        paths = [out_dir / f"{self.figure_name}{ext}" for ext in exts]
+        if self.arrays:
+            paths.append(out_dir / f"{self.name}.npz")
+            if has_table(self.arrays):
+                paths.append(out_dir / f"{self.name}.csv")
+        return paths
 
 
-def _position_views(lm: LoadedModel) -> list[Export]:
-    """Position similarity (or the bias of every head), q against all, and the PCA projection."""
-    encoding = lm.encodings[0]
-    if not (encoding.has_vectors or encoding.has_bias):
-        return []
-    first, last = positions.default_range(encoding)
-    q = positions.default_q(encoding)
-    full = positions.matrix(encoding, "dot", 0, encoding.num_positions - 1)
-    out = [Export.of("position-bias" if encoding.has_bias else "position-similarity",
-                     positions.position_similarity(positions.matrix(encoding, "dot", first, last))),
-           Export.of(f"profile-q{q}", positions.q_profile(full, q, head=0 if encoding.has_bias else None))]
-    if encoding.has_vectors:
-        coords, rows = positions.projection_coordinates(encoding, "pca", 2)
-        boundaries, _ = positions.parse_boundaries(positions.default_boundaries(encoding), encoding.num_positions)
-        out.append(Export.of("projection-pca", positions.projection(coords, rows, encoding.vector_name, method="pca",
-                                                                    boundaries=boundaries)))
-    return out
+def check_settings(*, layer: int = 0, head: int = 0, q: int | None = None,
+                   range: tuple[int, int] | None = None) -> None:
+    """Refuse the settings no model has: negative numbers, a range whose first position is after its last.
 
-
-def standard_set(lm: LoadedModel, sentence: str = DEFAULT_SENTENCE) -> list[Export]:
-    """The standard figures and arrays of a model and a sentence, computed but not written.
-
-    Position similarity (P·Pᵀ, the rotary kernel, or the per-head bias), position q = 128 against
-    all, the PCA projection of the position vectors, the norms of the input representation's
-    parts, the attention of layer 0 head 0 with its token labels, every head of layer 0, and all
-    attention patterns (NPZ only). Views the model's scheme does not have are left out. Each is
-    the view the app's page shows with its default settings.
+    Parameters
+    ----------
+    layer, head : int
+    q : int or None
+    range : (int, int) or None
 
     Raises
     ------
     ValueError
-        For an empty sentence.
+        Naming the setting and what it takes, in one sentence.
+    """
+    for name, value in (("layer ", layer), ("head ", head), ("q = ", q)):
+        if value is not None and value < 0:
+            raise ValueError(f"{name}{value} does not exist: {name.strip(' =')} counts from 0.")
+    if range is not None:
+        first, last = range
+        if first < 0 or first > last:
+            raise ValueError(f"range {first} {last} is not a range: give FIRST LAST with 0 <= FIRST <= LAST.")
+
+
+def _profile_q(m, q: int | None, n: int, axis: str, model: str) -> tuple[int, str]:
+    """The row "q against all" uses (the nearest computed row) and a note where it is not the one asked for."""
+    asked = PROFILE_Q if q is None else q
+    used = int(m.positions[np.abs(m.positions - min(asked, n - 1)).argmin()])
+    if used == asked:
+        return used, ""
+    if asked > n - 1:  # only the default can be beyond the last position (a given q is checked)
+        return used, f"q = {asked} does not exist: {model} has {n} {axis}s (0 to {n - 1}); used q = {used}."
+    return used, (f"q = {asked} is not a computed row (every {ordinal(m.step)} of {n} {axis}s); "
+                  f"used q = {used}, the nearest.")
+
+
+def _position_views(lm: LoadedModel, q: int | None, range: tuple[int, int] | None, **common) -> list[Export]:
+    """Position similarity (or the bias of every head), q against all, and the PCA projection."""
+    encoding = lm.encodings[0]
+    n, axis, model = encoding.num_positions, encoding.axis_label, lm.short_name
+    if not (encoding.has_vectors or encoding.has_bias):
+        return []
+    if q is not None and q > n - 1:
+        raise ValueError(f"q = {q} does not exist: {model} has {n} {axis}s (q from 0 to {n - 1}).")
+    default = positions.default_range(encoding)
+    first, last = default if range is None else range
+    if last > n - 1:
+        raise ValueError(f"range {first} {last} does not fit: {model} has {n} {axis}s (0 to {n - 1}).")
+    full = positions.matrix(encoding, "dot", 0, n - 1)
+    used_q, note = _profile_q(full, q, n, axis, model)
+    base = "position-bias" if encoding.has_bias else "position-similarity"
+    out = [Export.of(base if (first, last) == default else f"{base}-range{first}-{last}",
+                     positions.position_similarity(positions.matrix(encoding, "dot", first, last)), **common),
+           Export.of(f"profile-q{used_q}", positions.q_profile(full, used_q, head=0 if encoding.has_bias else None),
+                     note=note, **common)]
+    if encoding.has_vectors:
+        coords, rows = positions.projection_coordinates(encoding, "pca", 2)
+        boundaries, _ = positions.parse_boundaries(positions.default_boundaries(encoding), n)
+        out.append(Export.of("projection-pca", positions.projection(coords, rows, encoding.vector_name, method="pca",
+                                                                    boundaries=boundaries), **common))
+    return out
+
+
+def standard_set(lm: LoadedModel, sentence: str = DEFAULT_SENTENCE, *, layer: int = 0, head: int = 0,
+                 q: int | None = None, range: tuple[int, int] | None = None,
+                 present: bool = False) -> list[Export]:
+    """The standard figures and arrays of a model and a sentence, computed but not written.
+
+    Position similarity (P·Pᵀ, the rotary kernel, or the per-head bias) over ``range``, position
+    ``q`` against all, the PCA projection of the position vectors, the norms of the input
+    representation's parts, the attention of ``layer`` and ``head`` with its token labels, every
+    head of ``layer``, and all attention patterns (NPZ only). Views the model's scheme does not have
+    are left out. Each is the view the app's page shows with the same settings (and no second
+    sentence); the stems are those of the defaults (``position-similarity``, ``profile-q128``,
+    ``projection-pca``, ``input-norms``, ``attention-layer0-head0``, ``attention-layer0-heads``,
+    ``attention-all-layers``) with the settings given: ``position-similarity-range0-127``,
+    ``profile-q200``, ``attention-layer3-head5``, ``attention-layer3-heads``.
+
+    Parameters
+    ----------
+    lm : LoadedModel
+    sentence : str
+        The input and attention figures' sentence.
+    layer, head : int
+        The attention figures' layer and head (0-based; of the encoder for an encoder-decoder model).
+    q : int or None
+        The row of "q against all" (0-based); None: 128, or the last position of a model with fewer
+        (the export's :attr:`Export.note` then says so), as on the page.
+    range : (int, int) or None
+        First and last row of the position similarity (inclusive); None: the first 2 048.
+    present : bool
+        Figures for a projector (:func:`posviz.views.style.for_presentation`, as the app's
+        presentation mode); their files end in ``-present``.
+
+    Returns
+    -------
+    list of Export
+        In a stable order, each named by the model's short name (:attr:`Export.model`).
+
+    Raises
+    ------
+    ValueError
+        For an empty sentence, or a layer, head, q or range the model does not have (one sentence
+        naming the setting and what the model has).
     """
     if not sentence or not sentence.strip():
         raise ValueError("Give a sentence: the input representation and attention figures need one.")
-    out = _position_views(lm)
-    if lm.family.token:
-        out.append(Export.of("input-norms", input_views.part_norms(input_representation(lm, sentence))))
+    check_settings(layer=layer, head=head, q=q, range=range)
+    model = lm.short_name
+    common = {"model": model, "present": present}
     stack = "encoder" if lm.config.is_encoder_decoder else None
     patterns, rows, cols = attention(lm, sentence).stack("encoder")
-    out.append(Export.of("attention-layer0-head0",
-                         attention_views.attention_head(patterns[0], rows, cols, layer=0, head=0, stack=stack)))
-    out.append(Export.of("attention-layer0-heads",
-                         attention_views.attention_grid(patterns[0], rows, cols, layer=0, stack=stack)))
-    out.append(Export("attention-all-layers", None, {"attention": patterns, "tokens": rows}))
+    layers, heads = patterns.shape[:2]
+    if layer >= layers:
+        kind = "encoder layers" if stack else "layers"
+        raise ValueError(f"layer {layer} does not exist: {model} has {layers} {kind} (0 to {layers - 1}).")
+    if head >= heads:
+        raise ValueError(f"head {head} does not exist: {model} has {heads} heads per layer (0 to {heads - 1}).")
+    out = _position_views(lm, q, range, **common)
+    if lm.family.token:
+        out.append(Export.of("input-norms", input_views.part_norms(input_representation(lm, sentence)), **common))
+    out.append(Export.of(f"attention-layer{layer}-head{head}",
+                         attention_views.attention_head(patterns[layer], rows, cols, layer=layer, head=head,
+                                                        stack=stack), **common))
+    out.append(Export.of(f"attention-layer{layer}-heads",
+                         attention_views.attention_grid(patterns[layer], rows, cols, layer=layer, stack=stack),
+                         **common))
+    out.append(Export("attention-all-layers", None, {"attention": patterns, "tokens": rows}, model=model))
+    if present:
+        for view in out:
+            if view.figure is not None:
+                for_presentation(view.figure)
     return out
 
 
 def export_standard_set(lm: LoadedModel, sentence: str, out_dir, progress: Callable | None = None,
-                        images: bool = True) -> list[Path]:
+                        images: bool = True, *, layer: int = 0, head: int = 0, q: int | None = None,
+                        range: tuple[int, int] | None = None,
+                        present: bool = False, notes: Callable[[str], None] | None = None) -> list[Path]:
     """Write the standard set (:func:`standard_set`) of ``lm`` and ``sentence`` into ``out_dir``.
 
     Each figure as ``.html`` (interactive, plotly.js inside: opens offline), ``.png`` (at
-    :data:`PNG_SCALE`) and ``.svg``; each view's arrays as ``.npz`` and its first array as
-    ``.csv`` (where 1-D or 2-D).
+    :data:`~posviz.export.PNG_SCALE`) and ``.svg``; each view's arrays as ``.npz`` and, where
+    tabular, as ``.csv`` with a header row and the labels (:func:`posviz.export.csv_table`). Every
+    file name starts with the model's short name: ``all-MiniLM-L6-v2-position-similarity.csv``.
 
     Parameters
     ----------
@@ -122,6 +256,11 @@ def export_standard_set(lm: LoadedModel, sentence: str, out_dir, progress: Calla
         ``progress(path, done, total)`` after each file written.
     images : bool
         False: HTML and arrays only (no browser needed).
+    layer, head, q, range, present
+        As for :func:`standard_set`.
+    notes : callable, optional
+        ``notes(text)`` with each note of the set (:attr:`Export.note`: the q used instead of the
+        one asked for), before any file is written.
 
     Returns
     -------
@@ -134,12 +273,15 @@ def export_standard_set(lm: LoadedModel, sentence: str, out_dir, progress: Calla
         PNG/SVG asked for but no browser found (checked before anything is written), or an
         image failed to render.
     ValueError
-        For an empty sentence.
+        For an empty sentence or settings the model does not have (nothing is written).
     """
     out_dir = Path(out_dir)
     if images:
         require_browser()
-    views = standard_set(lm, sentence)
+    views = standard_set(lm, sentence, layer=layer, head=head, q=q, range=range, present=present)
+    for view in views:
+        if view.note and notes:
+            notes(view.note)
     planned = [path for view in views for path in view.files(out_dir, images)]
     total, done = len(planned), 0
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -154,11 +296,11 @@ def export_standard_set(lm: LoadedModel, sentence: str, out_dir, progress: Calla
     for view in views:
         for path in view.files(out_dir, images):
             if path.suffix == ".html":
-                path.write_text(figure_html(view.figure, view.stem), encoding="utf-8")
+                path.write_text(figure_html(view.figure, view.figure_name), encoding="utf-8")
             elif path.suffix == ".npz":
                 path.write_bytes(npz_bytes(view.arrays))
             elif path.suffix == ".csv":
-                path.write_text(csv_text(view.arrays[csv_array(view.arrays)]), encoding="utf-8")
+                path.write_text(csv_table(view.arrays), encoding="utf-8", newline="")
             else:
                 jobs.append((view.figure, path))
                 continue

@@ -1,19 +1,24 @@
-"""Export: ``python -m posviz export`` writes files that open, and every chart offers its downloads.
+"""Export: ``python -m posviz export`` writes files that open, named after the model, and every chart
+offers its downloads.
 
 The command runs once per module, as a subprocess on the bundled model: every HTML file parses and
 carries plotly.js inside (no CDN), every PNG decodes, every SVG is XML, every NPZ loads with the
-right shapes and values, every CSV gives its matrix back. PNG and SVG need Chrome or Chromium
-(kaleido 1.x); without one those checks are skipped, except under CI (``CI=true``), where they fail.
-Its error paths are called in this process, through ``posviz.cli.main``.
+right shapes and values, every CSV is a table with a header and labels that gives the arrays back.
+PNG and SVG need Chrome or Chromium (kaleido 1.x); without one those checks are skipped, except
+under CI (``CI=true``), where they fail. Its options (``--layer``, ``--head``, ``--q``, ``--range``,
+``--present``), the q it says it used and its error paths are called in this process, through
+``posviz.cli.main``, on a tiny model (64 positions, 2 layers, 4 heads).
 
-On the app side, AppTest keeps the download buttons' files as functions (built on click); a
-MediaFileManager that remembers itself lets the tests click them, as the browser does.
+The CSV layout of each kind of view (``posviz.export.csv_table``) is checked on the views
+themselves; on the app side, AppTest keeps the download buttons' files as functions (built on
+click); a MediaFileManager that remembers itself lets the tests click them, as the browser does.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 import subprocess
 import sys
@@ -22,6 +27,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import numpy as np
+import plotly.graph_objects as go
 import pytest
 from PIL import Image
 from streamlit.runtime.media_file_manager import MediaFileManager
@@ -37,7 +43,8 @@ from posviz.standard_set import Export, standard_set
 from posviz.views import attention as attention_views
 from posviz.views import compare, positions, probes, properties, word_order
 from posviz.views import input as input_views
-from posviz.views.view import slug
+from posviz.views.style import for_presentation
+from posviz.views.view import View, slug
 from tests.support.apptest import apptest_like_browser  # noqa: F401  the autouse AppTest shims
 from tests.support.apptest import ROOT, arr, assert_clean, figures, open_page
 
@@ -91,6 +98,10 @@ def exported(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
     return out, result
 
 
+def path_of(exported, stem: str, ext: str) -> Path:
+    return exported[0] / f"{SHORT}-{stem}.{ext}"
+
+
 # ---------------------------------------------------------------- the command
 
 
@@ -99,13 +110,16 @@ def test_cli_writes_the_standard_set(exported):
     listed = [Path(line) for line in result.stdout.splitlines()]
     assert sorted(listed) == sorted(out.iterdir())
     names = {p.name for p in listed}
+    assert all(name.startswith(f"{SHORT}-") for name in names), names
     for stem in FIGURES:
-        assert {f"{stem}.html", f"{stem}.npz"} <= names, stem
-        assert (f"{stem}.csv" in names) == (stem != "attention-layer0-heads")  # CSV: 1-D and 2-D arrays only
+        assert {f"{SHORT}-{stem}.html", f"{SHORT}-{stem}.npz"} <= names, stem
+        assert (f"{SHORT}-{stem}.csv" in names) == (stem != "attention-layer0-heads")  # [heads, n, n]: NPZ only
         if BROWSER:
-            assert {f"{stem}.png", f"{stem}.svg"} <= names, stem
-    assert "attention-all-layers.npz" in names
+            assert {f"{SHORT}-{stem}.png", f"{SHORT}-{stem}.svg"} <= names, stem
+    assert f"{SHORT}-attention-all-layers.npz" in names
+    assert len(names) == (30 if BROWSER else 18)
     assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert "note:" not in result.stderr  # 512 positions: q = 128 exists
     assert "/30" in result.stderr or not BROWSER, "no progress bar"  # tqdm: done/total
     assert f"Wrote {len(listed)} files" in result.stderr
 
@@ -133,7 +147,7 @@ class _Scripts(HTMLParser):
 
 @pytest.mark.parametrize("stem", FIGURES)
 def test_html_parses_and_works_offline(exported, stem):
-    text = (exported[0] / f"{stem}.html").read_text(encoding="utf-8")
+    text = path_of(exported, stem, "html").read_text(encoding="utf-8")
     parser = _Scripts()
     parser.feed(text)
     parser.close()
@@ -142,12 +156,13 @@ def test_html_parses_and_works_offline(exported, stem):
     assert any("plotly.js v" in s and len(s) > 1_000_000 for s in parser.inline), "plotly.js is not inside the file"
     assert any("Plotly.newPlot" in s for s in parser.inline)
     assert "cdn.plot.ly" not in text.split("Plotly.newPlot")[-1]
+    assert f'"filename": "{SHORT}-{stem}"' in text  # the camera button saves the PNG under the same name
 
 
 @pytest.mark.parametrize("stem", FIGURES)
 def test_png_decodes_at_twice_the_size(exported, views, stem):
     needs_browser()
-    path = exported[0] / f"{stem}.png"
+    path = path_of(exported, stem, "png")
     with Image.open(path) as image:
         image.verify()
     with Image.open(path) as image:
@@ -161,53 +176,80 @@ def test_png_decodes_at_twice_the_size(exported, views, stem):
 @pytest.mark.parametrize("stem", FIGURES)
 def test_svg_is_xml(exported, stem):
     needs_browser()
-    root = ET.parse(exported[0] / f"{stem}.svg").getroot()
+    root = ET.parse(path_of(exported, stem, "svg")).getroot()
     assert root.tag.endswith("svg")
     assert len(list(root.iter())) > 20  # axes, titles, traces
 
 
 def test_npz_shapes_and_values(exported, bundled_lm):
-    out = exported[0]
     table = bundled_lm.encodings[0].matrix
-    with np.load(out / "position-similarity.npz") as z:
+    with np.load(path_of(exported, "position-similarity", "npz")) as z:
         assert z["similarity"].shape == (512, 512)
         np.testing.assert_allclose(z["similarity"], table @ table.T, rtol=1e-4, atol=1e-5)
         np.testing.assert_array_equal(z["positions"], np.arange(512))
-    with np.load(out / "profile-q128.npz") as z:
+    with np.load(path_of(exported, "profile-q128", "npz")) as z:
         assert z["profile"].shape == (512,)
         assert z["profile"].max() == pytest.approx(1.0)
-    with np.load(out / "projection-pca.npz") as z:
+    with np.load(path_of(exported, "projection-pca", "npz")) as z:
         assert z["coords"].shape == (512, 2)
-    with np.load(out / "input-norms.npz") as z:
+    with np.load(path_of(exported, "input-norms", "npz")) as z:
         assert z["tokens"].tolist() == TOKENS
         assert z["parts"].tolist() == ["token", "segment", "position", "sum", "after LayerNorm"]
         assert z["norms"].shape == (5, 7)
         np.testing.assert_allclose(z["norms"][2], np.linalg.norm(table[:7], axis=1), rtol=1e-5)
     att = posviz.attention(bundled_lm, SENTENCE)
-    with np.load(out / "attention-all-layers.npz") as z:
+    with np.load(path_of(exported, "attention-all-layers", "npz")) as z:
         assert z["attention"].shape == (6, 12, 7, 7)
         assert z["tokens"].tolist() == TOKENS
         np.testing.assert_allclose(z["attention"], att.patterns, atol=1e-6)
-    with np.load(out / "attention-layer0-heads.npz") as z:
+    with np.load(path_of(exported, "attention-layer0-heads", "npz")) as z:
         assert z["attention"].shape == (12, 7, 7)
         np.testing.assert_allclose(z["attention"], att.patterns[0], atol=1e-6)
-    with np.load(out / "attention-layer0-head0.npz") as z:
+    with np.load(path_of(exported, "attention-layer0-head0", "npz")) as z:
         assert z["attention"].shape == (7, 7)
         np.testing.assert_allclose(z["attention"].sum(axis=1), 1, atol=1e-5)
 
 
-def test_csv_gives_the_matrix_back(exported):
-    out = exported[0]
-    for stem, name in (("position-similarity", "similarity"), ("attention-layer0-head0", "attention"),
-                       ("projection-pca", "coords")):
-        with np.load(out / f"{stem}.npz") as z:
-            expected = z[name]
-        got = np.loadtxt(out / f"{stem}.csv", delimiter=",", dtype=np.float64)
-        np.testing.assert_array_equal(got.astype(np.float32), expected)  # 9 digits: float32 exactly
+def test_csv_tables_give_the_arrays_back(exported, bundled_lm):
+    """Each CSV of the set: its header, its label column, and the NPZ's numbers exactly (float32)."""
+    def npz(stem):
+        with np.load(path_of(exported, stem, "npz")) as z:
+            return {name: z[name] for name in z.files}
+
+    def text(stem):
+        return path_of(exported, stem, "csv").read_text(encoding="utf-8")
+
+    names, labels, values = read_numeric(text("position-similarity"))  # positions × positions
+    z = npz("position-similarity")
+    assert names == ("positions", *map(str, range(512)))
+    np.testing.assert_array_equal(labels, np.arange(512))
+    np.testing.assert_array_equal(values.astype(np.float32), z["similarity"])
+
+    names, labels, values = read_numeric(text("profile-q128"))  # one series
+    assert names == ("positions", "profile")
+    np.testing.assert_array_equal(labels, np.arange(512))
+    np.testing.assert_array_equal(values[:, 0].astype(np.float32), npz("profile-q128")["profile"])
+    assert values[128, 0] == 1.0  # row 128 against itself, divided by the row's maximum
+
+    names, labels, values = read_numeric(text("projection-pca"))  # vectors × dimensions
+    assert names == ("positions", "coords_0", "coords_1")
+    np.testing.assert_array_equal(values.astype(np.float32), npz("projection-pca")["coords"])
+
+    header, labels, values = read_table(text("input-norms"))  # one series per part, a line per token
+    z = npz("input-norms")
+    assert header == ["tokens", "token", "segment", "position", "sum", "after LayerNorm"] and labels == TOKENS
+    np.testing.assert_array_equal(values.astype(np.float32), z["norms"].T)
+    np.testing.assert_allclose(values[:, 2], np.linalg.norm(bundled_lm.encodings[0].matrix[:7], axis=1), rtol=1e-5)
+
+    header, labels, values = read_table(text("attention-layer0-head0"))  # queries × keys
+    assert header == ["query_tokens", *TOKENS] and labels == TOKENS
+    np.testing.assert_array_equal(values.astype(np.float32), npz("attention-layer0-head0")["attention"])
+    np.testing.assert_allclose(values, posviz.attention(bundled_lm, SENTENCE).patterns[0, 0], atol=1e-6)
 
 
-# The error paths call the command's ``main`` in this process (the happy path above runs the real
-# command line): exit code 2 and one line on stderr, nothing on stdout, no folder made.
+# The options, the q used, and the error paths call the command's ``main`` in this process (the happy
+# path above runs the real command line): exit code 2 and one line on stderr, nothing on stdout, no
+# folder made.
 
 
 @pytest.fixture
@@ -223,6 +265,7 @@ def cli(capsys, monkeypatch):
     capsys.readouterr()
 
     def run(*args: str) -> tuple[int, str, str]:
+        capsys.readouterr()  # what came before (a tiny model being built) is not the command's
         code = posviz_cli.main(list(args))
         out, err = capsys.readouterr()
         return code, out, err
@@ -230,6 +273,120 @@ def cli(capsys, monkeypatch):
     yield run
     if bars:
         hf_logging.enable_progress_bar()
+
+
+def gram(lm) -> np.ndarray:
+    """P·Pᵀ of a learned table, in float64 (computed here, not by posviz)."""
+    table = lm.encodings[0].matrix.astype(np.float64)
+    return table @ table.T
+
+
+def test_the_export_says_which_q_it_used(cli, tiny_path, tiny_lm, tmp_path):
+    """64 positions: q = 128 does not exist; the command says it used 63, and the file says q63."""
+    path, lm = tiny_path("bert"), tiny_lm("bert")
+    short = lm.short_name
+    assert short == path.name and lm.encodings[0].num_positions == 64
+    code, out, err = cli("export", "--model", str(path), "--out", str(tmp_path / "out"), "--no-images")
+    assert code == 0, err
+    assert err.splitlines()[0] == f"posviz: note: q = 128 does not exist: {short} has 64 positions (0 to 63); " \
+                                  "used q = 63."
+    names = [Path(line).name for line in out.splitlines()]
+    assert names == [f"{short}-{name}" for name in (
+        "position-similarity.html", "position-similarity.npz", "position-similarity.csv",  # default range: no suffix
+        "profile-q63.html", "profile-q63.npz", "profile-q63.csv",
+        "projection-pca.html", "projection-pca.npz", "projection-pca.csv",
+        "input-norms.html", "input-norms.npz", "input-norms.csv",
+        "attention-layer0-head0.html", "attention-layer0-head0.npz", "attention-layer0-head0.csv",
+        "attention-layer0-heads.html", "attention-layer0-heads.npz", "attention-all-layers.npz")]
+    g = gram(lm)
+    names, labels, values = read_numeric((tmp_path / "out" / f"{short}-profile-q63.csv").read_text())
+    assert names == ("positions", "profile")
+    np.testing.assert_array_equal(labels, np.arange(64))
+    np.testing.assert_allclose(values[:, 0], g[63] / g[63].max(), rtol=1e-5, atol=1e-6)
+    names, labels, values = read_numeric((tmp_path / "out" / f"{short}-position-similarity.csv").read_text())
+    assert names == ("positions", *map(str, range(64)))
+    np.testing.assert_allclose(values, g, rtol=1e-5, atol=1e-5)
+
+
+def test_the_options_choose_the_figures_and_name_the_files(cli, tiny_path, tiny_lm, tmp_path):
+    path, lm = tiny_path("bert"), tiny_lm("bert")
+    short, out_dir = lm.short_name, tmp_path / "out"
+    code, out, err = cli("export", "--model", str(path), "--out", str(out_dir), "--no-images", "--layer", "1",
+                         "--head", "3", "--q", "10", "--range", "5", "20", "--present")
+    assert code == 0, err
+    assert "note:" not in err
+    names = [Path(line).name for line in out.splitlines()]
+    assert names == [f"{short}-{name}" for name in (
+        "position-similarity-range5-20-present.html", "position-similarity-range5-20.npz",
+        "position-similarity-range5-20.csv",
+        "profile-q10-present.html", "profile-q10.npz", "profile-q10.csv",
+        "projection-pca-present.html", "projection-pca.npz", "projection-pca.csv",
+        "input-norms-present.html", "input-norms.npz", "input-norms.csv",
+        "attention-layer1-head3-present.html", "attention-layer1-head3.npz", "attention-layer1-head3.csv",
+        "attention-layer1-heads-present.html", "attention-layer1-heads.npz", "attention-all-layers.npz")]
+    g = gram(lm)
+    names, labels, values = read_numeric((out_dir / f"{short}-position-similarity-range5-20.csv").read_text())
+    assert names == ("positions", *map(str, range(5, 21)))
+    np.testing.assert_array_equal(labels, np.arange(5, 21))
+    np.testing.assert_allclose(values, g[5:21, 5:21], rtol=1e-5, atol=1e-5)
+    _, labels, values = read_numeric((out_dir / f"{short}-profile-q10.csv").read_text())
+    np.testing.assert_allclose(values[:, 0], g[10] / g[10].max(), rtol=1e-5, atol=1e-6)
+    att = posviz.attention(lm, SENTENCE)
+    header, labels, values = read_table((out_dir / f"{short}-attention-layer1-head3.csv").read_text())
+    assert header == ["query_tokens", *att.tokens] and labels == att.tokens
+    np.testing.assert_allclose(values, att.patterns[1, 3], atol=1e-6)
+    with np.load(out_dir / f"{short}-attention-layer1-heads.npz") as z:
+        np.testing.assert_allclose(z["attention"], att.patterns[1], atol=1e-6)
+    page = (out_dir / f"{short}-attention-layer1-head3-present.html").read_text(encoding="utf-8")
+    shown = for_presentation(attention_views.attention_head(att.patterns[1], att.tokens, att.tokens, layer=1,
+                                                            head=3).figure)
+    assert f'"font":{{"size":{shown.layout.font.size},"color":"black"}}' in page.replace(" ", "")
+    assert "Layer 1, head 3" in page
+
+
+def _same_figure(shown: dict, exported: View | Export, what: str) -> None:
+    sent = json.loads(exported.figure.to_json())
+    assert shown["data"] == sent["data"], what
+    assert shown["layout"] == sent["layout"], what
+
+
+def test_the_settings_give_the_pages_figures(tiny_path, tiny_lm):
+    """With a layer, head, q, range and presentation mode, each figure is what the page shows with them."""
+    path, lm = tiny_path("bert"), tiny_lm("bert")
+    exported = {view.stem: view for view in standard_set(lm, SENTENCE, layer=1, head=3, q=10, range=(5, 20),
+                                                         present=True)}
+    at = open_page("similarity", {"model": str(path), "present": "true"})
+    at.slider(key="range").set_value((5, 20)).run()
+    at.number_input(key="q").set_value(10).run()
+    assert_clean(at, "similarity")
+    shown = figures(at)
+    _same_figure(shown[0], exported["position-similarity-range5-20"], "similarity")
+    _same_figure(shown[1], exported["profile-q10"], "profile")
+    at = open_page("attention", {"model": str(path), "present": "true", "text": SENTENCE, "text_pair": "",
+                                 "layer": "1", "head": "3"})
+    assert_clean(at, "attention")
+    shown = figures(at)
+    _same_figure(shown[0], exported["attention-layer1-head3"], "head")
+    _same_figure(shown[2], exported["attention-layer1-heads"], "every head")
+
+
+@pytest.mark.parametrize("family, args, message", [
+    ("bert", ("--layer", "2"), "layer 2 does not exist: {short} has 2 layers (0 to 1)."),
+    ("t5", ("--layer", "2"), "layer 2 does not exist: {short} has 2 encoder layers (0 to 1)."),
+    ("bert", ("--head", "4"), "head 4 does not exist: {short} has 4 heads per layer (0 to 3)."),
+    ("bert", ("--q", "64"), "q = 64 does not exist: {short} has 64 positions (q from 0 to 63)."),
+    ("bert", ("--range", "0", "64"), "range 0 64 does not fit: {short} has 64 positions (0 to 63)."),
+    ("bert", ("--range", "9", "3"), "range 9 3 is not a range: give FIRST LAST with 0 <= FIRST <= LAST."),
+    ("bert", ("--layer", "-1"), "layer -1 does not exist: layer counts from 0."),
+    ("bert", ("--q", "-5"), "q = -5 does not exist: q counts from 0."),
+])
+def test_settings_the_model_does_not_have_are_one_line_and_exit_code_2(cli, tiny_path, tmp_path, family, args,
+                                                                       message):
+    path = tiny_path(family)
+    code, out, err = cli("export", "--model", str(path), "--out", str(tmp_path / "out"), "--no-images", *args)
+    assert code == 2 and out == ""
+    assert err.splitlines() == ["posviz: error: " + message.format(short=path.name)]
+    assert not (tmp_path / "out").exists()
 
 
 def test_bad_model_is_one_line_and_exit_code_2(cli, tmp_path):
@@ -416,7 +573,20 @@ def test_what_has_no_table():
         export.csv_table({"tokens": ["a"]})
 
 
-def test_file_names_are_safe():
+def test_csv_and_npz_round_trip():
+    a = np.random.default_rng(0).normal(size=(5, 3)).astype(np.float32)
+    a[1, 2] = np.nan
+    names, labels, back = read_numeric(export.csv_table({"vectors": a, "positions": np.arange(5)}))
+    np.testing.assert_array_equal(back.astype(np.float32), a)  # 9 digits: float32 exactly, NaN as nan
+    with np.load(io.BytesIO(export.npz_bytes({"m": a, "tokens": ["a", "b"]}))) as z:  # no pickle needed
+        np.testing.assert_array_equal(z["m"], a)
+        assert z["tokens"].tolist() == ["a", "b"]
+
+
+# ---------------------------------------------------------------- file names
+
+
+def test_file_names_are_safe_and_start_with_the_model():
     assert export.safe_name("all-MiniLM-L6-v2") == "all-MiniLM-L6-v2"
     assert export.safe_name("Qwen2.5-0.5B_x") == "Qwen2.5-0.5B_x"
     assert export.safe_name("my model (v2)") == "my-model-v2"
@@ -426,30 +596,12 @@ def test_file_names_are_safe():
     assert export.file_stem("all-MiniLM-L6-v2", "profile-q128") == "all-MiniLM-L6-v2-profile-q128"
     assert export.file_stem("", "profile-q128") == "profile-q128"
     assert export.file_stem("", "") == "figure"
-
-
-def gram(lm) -> np.ndarray:
-    """P·Pᵀ of a learned table, in float64 (computed here, not by posviz)."""
-    table = lm.encodings[0].matrix.astype(np.float64)
-    return table @ table.T
-
-
-# ---------------------------------------------------------------- the library pieces
-
-
-def test_csv_and_npz_round_trip():
-    a = np.random.default_rng(0).normal(size=(5, 3)).astype(np.float32)
-    a[1, 2] = np.nan
-    back = np.loadtxt(io.StringIO(export.csv_text(a)), delimiter=",").astype(np.float32)
-    np.testing.assert_array_equal(back, a)
-    assert export.csv_text(np.arange(3)).split() == ["0", "1", "2"]
-    with pytest.raises(ValueError, match="NPZ"):
-        export.csv_text(np.zeros((2, 2, 2)))
-    with np.load(io.BytesIO(export.npz_bytes({"m": a, "tokens": ["a", "b"]}))) as z:  # no pickle needed
-        np.testing.assert_array_equal(z["m"], a)
-        assert z["tokens"].tolist() == ["a", "b"]
-    assert export.csv_array({"grid": np.zeros((2, 2, 2)), "m": a}) is None
-    assert export.csv_array({"m": a, "grid": np.zeros((2, 2, 2))}) == "m"
+    view = Export("profile-q10", go.Figure(), {"profile": np.zeros(3, np.float32)}, model="tiny bert", present=True)
+    assert [p.name for p in view.files(Path("out"))] == ["tiny-bert-profile-q10-present.html",
+                                                        "tiny-bert-profile-q10-present.png",
+                                                        "tiny-bert-profile-q10-present.svg",
+                                                        "tiny-bert-profile-q10.npz", "tiny-bert-profile-q10.csv"]
+    assert [p.name for p in view.files(Path("out"), images=False)][0] == "tiny-bert-profile-q10-present.html"
 
 
 def test_slug():
