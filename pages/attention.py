@@ -7,7 +7,7 @@ shows one of three stacks: encoder self-attention, decoder self-attention or cro
 import streamlit as st
 
 from posviz.analysis.attention import STACKS, without_special
-from posviz.app import caches
+from posviz.app import caches, layout
 from posviz.app.downloads import show
 from posviz.app.notices import require_weights, truncation_notice
 from posviz.app.navigation import current_model
@@ -49,7 +49,7 @@ c1, c2, c3 = st.columns([2, 2, 1])
 num_layers, num_heads = stack_patterns.shape[:2]
 layer = index_slider(c1, "Layer", num_layers, "layer")
 head = index_slider(c2, "Head", num_heads, "head")
-hide = c3.toggle("Hide special tokens", **url("hide_special"),
+hide = c3.toggle("Hide special tokens", **url("hide_special"), wrap=True,
                  help="Drop [CLS], [SEP], BOS/EOS … and renormalise each row to sum to 1; beside each pattern, how "
                       f"much of each row was hidden; rows with under {views.VISIBLE_AT_LEAST:.0%} left are greyed.")
 
@@ -58,7 +58,7 @@ if hide:
     patterns, query_tokens, key_tokens, hidden = without_special(patterns, query_tokens, key_tokens,
                                                                  set(lm.tokenizer.all_special_tokens))
 shown = dict(layer=layer, stack=stack, hidden=hidden)
-left, right = st.columns(2)
+left, right = layout.pair()
 with left:
     show(views.attention_head(patterns, query_tokens, key_tokens, head=head, **shown))
 with right:

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from posviz import settings
-from posviz.app import caches
+from posviz.app import caches, layout
 from posviz.app.downloads import show
 from posviz.app.notices import require_vectors
 from posviz.app.navigation import current_model
@@ -30,9 +30,9 @@ metric = c2.radio("Similarity", METRICS, index=METRICS.index("cosine"), horizont
 width = encoding.reference_width
 
 if against == "sinusoid":
-    layout = c3.selectbox("Sinusoid layout", SINUSOID_LAYOUTS, **url("layout"),
+    arrangement = c3.selectbox("Sinusoid layout", SINUSOID_LAYOUTS, **url("layout"),
                           help="interleaved: the paper; halves: Marian, Pegasus; t2t: M2M100, Whisper.")
-    other_name = f"sinusoid, width {width} ({layout})"
+    other_name = f"sinusoid, width {width} ({arrangement})"
     n = encoding.num_positions
 else:
     other = c3.text_input("Other model (Hub id)" if hosted else "Other model (Hub id or local folder)",
@@ -56,12 +56,12 @@ clip_state("range", 0, n - 1)
 first, last = st.slider("Positions (both)", 0, n - 1, (0, min(n, MAX_POSITIONS) - 1), **url("range"))
 mine = caches.position_matrix(key, encoding.component, metric, first, last)
 if against == "sinusoid":
-    theirs = caches.sinusoid_matrix(width, layout, metric, first, last)
+    theirs = caches.sinusoid_matrix(width, arrangement, metric, first, last)
 else:
     theirs = caches.position_matrix(other_key, 0, metric, first, last)
 
 names = (lm.name, other_name)
-left, right = st.columns(2)
+left, right = layout.pair()
 for column, view in zip((left, right), compare.side_by_side(mine, theirs, names, metric)):
     with column:
         show(view)

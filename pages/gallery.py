@@ -1,40 +1,27 @@
-"""Gallery: ready-made views for a lecture, each one click away (every view's state is in its URL)."""
+"""Gallery: the built-in lecture, each view one click away (as a page, or full screen as a slide)."""
 
 import streamlit as st
 
-from posviz.app import caches
+from posviz.app import slides
+from posviz.app.lectures import read
 from posviz.app.navigation import current_model
+from posviz.app.widgets import link_params
 
 current_model()
+lecture = read("gallery")
 st.title("Gallery")
-st.markdown("Ready-made views on the bundled model (offline): one click opens the page with its settings in "
-            "the URL, so a view can also be bookmarked or put on a slide.")
+st.markdown(f"**{lecture.title}**: ready-made views, offline (the bundled model, and models posviz ships the "
+            "configuration of). Each opens its page with its settings in the URL, so it can be bookmarked or put "
+            "on a slide; **as a slide** opens it full screen, where ← / → (or a clicker) step through the lecture "
+            "and Esc leaves.")
+st.button("Present the lecture", icon=":material/slideshow:", type="primary", on_click=slides.present,
+          args=(lecture, 0))
 
-SENTENCE = "The quick brown fox jumps over the lazy dog because it was bored"
-layer, head, weight = caches.previous_token_head(SENTENCE)
-
-VIEWS = [
-    ("BERT's 128 boundary", "pages/model.py", {},
-     "The length of each position embedding: a jump at position 127, the last one of the 128-token pre-training "
-     "phase (90 % of BERT's steps), then 512."),
-    ("Positions 0–127 against 128–511", "pages/projection.py", {"boundaries": "128", "path": "true"},
-     "UMAP of the 512 position vectors: the positions trained for 90 % of the steps sit apart from the rest."),
-    ("Sinusoid vs learned", "pages/compare.py", {"against": "sinusoid"},
-     "The cosine similarity of the learned positions beside the fixed sinusoid of the same width, on one colour "
-     "scale."),
-    ("Position 128 against all", "pages/similarity.py", {"metric": "cosine", "q": "128"},
-     "How similar position 128 is to every other position: learned tables are noisier than the sinusoid."),
-    ("Same word, other position", "pages/input.py", {},
-     "'The cat chased the dog' against 'The dog chased the cat': the same words get different inputs because "
-     "different position vectors are added to them."),
-    ("The previous-token head", "pages/attention.py",
-     {"layer": str(layer), "head": str(head), "text": SENTENCE, "text_pair": "", "hide_special": "true"},
-     f"Layer {layer}, head {head}: each token puts {weight:.1%} of its attention, on average, on the token just "
-     "before it. Where this head looks is decided by position alone."),
-]
-
-for row in range(0, len(VIEWS), 2):
-    for column, (title, page, params, text) in zip(st.columns(2, gap="large"), VIEWS[row:row + 2]):
+for row in range(0, len(lecture.slides), 2):
+    for column, (step, slide) in zip(st.columns(2, gap="large"), list(enumerate(lecture.slides))[row:row + 2]):
         with column.container(border=True):
-            st.page_link(page, label=f"**{title}**", icon=":material/play_circle:", query_params=params)
-            st.caption(text)
+            st.page_link(f"pages/{slide.page}.py", label=f"**{slide.title}**", icon=":material/play_circle:",
+                         query_params=link_params(slide.params))
+            st.caption(slide.caption)
+            st.page_link(f"pages/{slide.page}.py", label="as a slide", icon=":material/slideshow:",
+                         query_params=link_params({**slide.params, "lecture": lecture.name, "step": str(step)}))

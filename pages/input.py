@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from posviz.app import caches
+from posviz.app import caches, layout
 from posviz.app.downloads import show
 from posviz.app.notices import require_weights, truncation_notice
 from posviz.app.navigation import current_model
@@ -45,7 +45,7 @@ show(views.part_vectors(emb, part))
 if not adds_positions:
     st.stop()  # nothing is added per position: every copy of a word has the same input
 st.subheader("Same word, other position")
-left, right = st.columns([3, 2], gap="large")
+left, right = layout.pair([3, 2])
 with left:
     show(views.input_similarity(emb))
 with right:

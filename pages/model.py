@@ -24,9 +24,9 @@ facts = [
     ("Load time", f"{lm.load_seconds:.2f} s"),
     ("Weights in memory", settings.human_bytes(lm.weight_bytes)),
 ]
-for row in (facts[:5], facts[5:]):
-    for column, (label, value) in zip(st.columns(5), row):
-        column.metric(label, value)
+with st.container(horizontal=True, gap="medium"):  # wraps where the page is narrow: no value is cut
+    for label, value in facts:
+        st.metric(label, value, width="content")
 if lm.positions_only:
     st.caption("Positions only: config.json and the positional tensors were read, nothing else; the other "
                "weights were never downloaded.")

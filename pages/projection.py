@@ -23,7 +23,7 @@ typed = c3.text_input("Range boundaries (positions where a new colour starts)",
                       value=positions.default_boundaries(encoding), **url("boundaries"),
                       help="Comma-separated 0-based positions. 128: positions 0–127 against 128 and after "
                            "(BERT's two pre-training phases).")
-path = c4.toggle("Path p → p+1", **url("path"))
+path = c4.toggle("Path p → p+1", **url("path"), wrap=True)
 
 clip_state("range", 0, n - 1)
 first, last = st.slider("Positions", 0, n - 1, (0, n - 1), **url("range"),

@@ -80,8 +80,8 @@ else:
     st.markdown("**Property** (Wang et al.): m > n ⇔ φ(x, x + m) < φ(x, x + n) — the nearer two positions, the "
                 "closer. **Score**: Spearman's rank correlation between the offset k and the mean proximity at that "
                 "offset over every start position; −1 = perfectly monotone, 0 = proximity unrelated to distance.")
-    st.latex(r"\rho = \operatorname{Spearman}\big(k,\ \bar g(k)\big),\ k = 1,\dots,N-1,\qquad "
-             r"\bar g(k) = \frac{1}{N-k}\sum_{x=0}^{N-1-k} \varphi(x, x+k)")
+    st.latex(r"\begin{gathered} \rho = \operatorname{Spearman}\big(k,\ \bar g(k)\big),\ k = 1,\dots,N-1 \\ "
+             r"\bar g(k) = \frac{1}{N-k}\sum_{x=0}^{N-1-k} \varphi(x, x+k) \end{gathered}")
     scores("ρ", mine.monotonicity, ref.monotonicity)
     rises = ", ".join(f"{name}: {'never' if p.first_rise is None else f'k = {p.first_rise} → {p.first_rise + 1}'}"
                       for name, p in ((model_name, mine), (ref_name, ref)))
@@ -123,7 +123,7 @@ c1, c2, c3 = st.columns([2, 2, 1])
 clip_state("length", 3, longest)
 length = c1.slider("Word tokens per input (L)", 3, longest, min(LENGTH, longest), **url("length"))
 words = c2.slider("Words averaged over", 1, 64, WORDS, **url("words"), help="One forward pass per word (in batches).")
-keep_special = c3.toggle("Keep special tokens", **url("keep_special"),
+keep_special = c3.toggle("Keep special tokens", **url("keep_special"), wrap=True,
                          help="Off: [CLS], [SEP], BOS … dropped as queries and keys, each row renormalised to 1.")
 try:
     with st.spinner("Running the model on identical-word inputs …"):
@@ -148,10 +148,10 @@ st.markdown("**Chen et al.'s locality** weighs each attention weight by 2 to the
             "counts 0. The min-max scaling makes it relative: it says how concentrated the asymmetry is, not "
             "how large.")
 st.latex(r"\mathrm{locality} = \frac{1}{L}\sum_{i,j} M_{ij}\, 2^{-\lvert i-j\rvert}")
-st.latex(r"\mathrm{symmetry} = 1 - \frac{\sum_i \sum_{t=1}^{m_i} s_i(t)}{\sum_i m_i},\qquad "
-         r"m_i = \min(i, L-1-i)")
-st.latex(r"s_i(t) = \frac{d_i(t) - \min_t d_i}{\max_t d_i - \min_t d_i},\qquad "
-         r"d_i(t) = \lvert M_{i,i-t} - M_{i,i+t}\rvert")
+st.latex(r"\begin{gathered} \mathrm{symmetry} = 1 - \frac{\sum_i \sum_{t=1}^{m_i} s_i(t)}{\sum_i m_i} \\ "
+         r"m_i = \min(i, L-1-i) \end{gathered}")
+st.latex(r"\begin{gathered} s_i(t) = \frac{d_i(t) - \min_t d_i}{\max_t d_i - \min_t d_i} \\ "
+         r"d_i(t) = \lvert M_{i,i-t} - M_{i,i+t}\rvert \end{gathered}")
 side = "the “before” side (a query looking k back)" if att.causal else "both sides, against |k|"
 st.markdown(f"Wang et al.'s three properties use the definitions above with φ(x, y) = M[x, y] (query x, key y): "
             f"monotonicity ρ on {side}" + ("; translation invariance without the masked keys" if att.causal else "")

@@ -6,7 +6,7 @@ ALiBi and relative bias: the bias of a head, or of every head side by side.
 
 import streamlit as st
 
-from posviz.app import caches
+from posviz.app import caches, layout
 from posviz.app.downloads import show
 from posviz.app.notices import explain
 from posviz.app.navigation import current_model
@@ -33,9 +33,9 @@ if encoding.has_bias:
 else:
     metric = c1.radio("Similarity", METRICS, captions=[encoding.metric_names[m] for m in METRICS], horizontal=True,
                       **url("metric"))
-normalize = c2.toggle("÷ maximum", **url("normalize"),
+normalize = c2.toggle("÷ maximum", **url("normalize"), wrap=True,
                       help="Divide by the largest value (each head by its own, for a bias).")
-clip = c2.toggle("Clip colours", value=True, **url("clip"),
+clip = c2.toggle("Clip colours", value=True, **url("clip"), wrap=True,
                  help="A few outliers (position 0 of BERT-style models) otherwise take the whole colour scale. "
                       "Hover shows the true values either way.")
 clip_state("range", 0, n - 1)
@@ -48,7 +48,7 @@ with st.spinner("Computing the position-position matrix …"):
 if matrix.per_head and head is None:
     show(positions.position_similarity(matrix, normalize=normalize, clip=clip))
 else:
-    left, right = st.columns([5, 4], gap="large")
+    left, right = layout.pair([5, 4])
     with left:
         show(positions.position_similarity(matrix, normalize=normalize, clip=clip, head=head))
     with right:

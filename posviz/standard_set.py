@@ -23,7 +23,7 @@ from posviz.views import input as input_views
 from posviz.views import positions
 from posviz.views.figures import ordinal
 from posviz.views.limits import PROFILE_Q
-from posviz.views.style import for_presentation
+from posviz.views.style import for_presentation, name_model
 from posviz.views.view import View
 
 #: The sentence exported when none is given (the app's default).
@@ -63,8 +63,12 @@ class Export:
 
     @classmethod
     def of(cls, stem: str, view: View, **kwargs) -> "Export":
-        """The export of a view under ``stem``; ``kwargs`` set the other attributes."""
-        return cls(stem, view.figure, view.arrays, **kwargs)
+        """The export of a view under ``stem``, the model named in its figure's subtitle (as the app
+        shows it, :func:`posviz.views.style.name_model`); ``kwargs`` set the other attributes."""
+        export = cls(stem, view.figure, view.arrays, **kwargs)
+        if export.model:
+            name_model(export.figure, export.model)
+        return export
 
     @property
     def name(self) -> str:

@@ -14,6 +14,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import posviz
+from posviz.app.lectures import read
 from posviz.views import attention as views
 from posviz.app.widgets import DEFAULT_TEXT, DEFAULT_TEXT_PAIR
 from tests.support.apptest import apptest_like_browser  # noqa: F401  the autouse AppTest shims
@@ -37,7 +38,7 @@ def test_every_page_runs_clean(page):
     at = open_page(page, method="PCA") if page == "projection" else open_page(page)
     assert_clean(at, page)
     if page == "gallery":  # links to ready-made views, no chart of its own
-        assert len(at.get("page_link")) == 6
+        assert len(at.get("page_link")) == 2 * len(read("gallery").slides) == 24  # as a page, and as a slide
     else:
         assert at.get("plotly_chart"), "no chart"
     assert [s.key for s in at.sidebar.selectbox] == ["model", "device"]

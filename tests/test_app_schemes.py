@@ -10,6 +10,8 @@ A long-context Llama (131 072 positions) checks that wide ranges are shown by a 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import inspect
 import re
 
@@ -134,7 +136,7 @@ def test_rotary_similarity_kernel_and_bands(path_of, encodings_of, family):
     q = at.number_input(key="q").value
     np.testing.assert_allclose(arr(profile["data"][0]["y"]), g[q] / g[q].max(), rtol=1e-5, atol=1e-6)
 
-    assert title_text(kernel) == "K(m, m + k) against the offset k"
+    assert kernel["layout"]["title"]["text"] == "K(m, m + k) against the offset k"
     lines = traces_by_name(kernel)
     assert list(lines) == ["all frequencies", "band 1 (fastest)", "band 2", "band 3", "band 4 (slowest)"]
     np.testing.assert_array_equal(arr(lines["all frequencies"]["x"]), np.arange(n))
@@ -280,7 +282,9 @@ def test_t5_model_page_bias_by_offset(path_of, encodings_of):
     encodings = encodings_of("t5")
     at = open_scheme(path_of("t5"), "model")
     figs = figures(at)
-    assert [title_text(f) for f in figs] == ["Relative bias by offset (encoder)", "Relative bias by offset (decoder)"]
+    assert [f["layout"]["title"]["text"] for f in figs] == ["Relative bias by offset (encoder)",
+                                                             "Relative bias by offset (decoder)"]
+    assert all(f["layout"]["title"]["subtitle"]["text"] == Path(path_of("t5")).name for f in figs)  # the model
     offsets = np.arange(-160, 161)
     for fig, enc in zip(figs, encodings):
         expected = enc.by_offset(offsets)

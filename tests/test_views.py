@@ -95,7 +95,7 @@ def test_every_page_binds_only_its_listed_parameters():
             assert name in PARAMS, f"pages/{path.name}:{line}: {name!r} is not in posviz/app/urls.py"
             assert path.stem in PARAMS[name].pages, f"pages/{path.name}:{line}: {name!r} is not listed for it"
     sidebar = {name for name, _ in _bound_names(ROOT / "posviz" / "app" / "sidebar.py")}
-    assert sidebar == {name for name, p in PARAMS.items() if p.pages == EVERY_PAGE}
+    assert sidebar == {name for name, p in PARAMS.items() if p.pages == EVERY_PAGE and p.widget}
     for path in (ROOT / "posviz" / "app").glob("*.py"):
         if path.name != "widgets.py":  # where the binders pass their callers' names on
             for name, line in _bound_names(path):

@@ -1,4 +1,5 @@
-"""Drawing a view: its chart at full width, a row of download buttons under it, its caption."""
+"""Drawing a view: its chart at full width (square heatmaps as squares), a row of buttons under it
+(downloads, and the view as a slide), its caption; in slide mode, the view goes to the slide."""
 
 from __future__ import annotations
 
@@ -6,8 +7,9 @@ import streamlit as st
 from streamlit.errors import StreamlitDuplicateElementKey
 
 from posviz import export
-from posviz.app import navigation
+from posviz.app import layout, navigation
 from posviz.app.presentation import styled
+from posviz.views.style import is_square, name_model
 from posviz.views.view import View
 
 _HELP = {"SVG": "Vector image for slides and papers (rendered on the server: a few seconds).",
@@ -17,7 +19,9 @@ _HELP = {"SVG": "Vector image for slides and papers (rendered on the server: a f
 
 def show(view: View, *, model: str = "") -> None:
     """Draw a view: its plotly figure at full width with its own colours (styled for a projector in
-    presentation mode), a row of small download buttons, then its caption.
+    presentation mode; a square heatmap in a container whose height follows its width), the model
+    named in its subtitle, a row of small buttons (downloads; "Slide": the view full screen), then
+    its caption. In slide mode (:mod:`posviz.app.slides`) the view goes to the slide instead.
 
     The chart's toolbar (camera) saves a PNG at twice the shown size, rendered by the browser.
     The buttons: "SVG" (rendered on the server by kaleido in a headless Chromium, a few seconds),
@@ -33,13 +37,26 @@ def show(view: View, *, model: str = "") -> None:
         The short name every file name starts with (``all-MiniLM-L6-v2-…``); empty: the short name of
         the model of this page run (:func:`posviz.app.navigation.current_model`), where there is one.
     """
-    if not model and getattr(navigation._run, "model", None) is not None:  # a page run: its model
-        model = navigation.current_model()[1].short_name
-    fig = styled(view.figure)
-    st.plotly_chart(fig, theme=None, config=export.plotly_config(export.file_stem(model, view.stem)))
+    run = navigation.page_run()
+    if not model and run is not None:  # a page run: its model
+        model = run.lm.short_name
+    if run is not None and run.slide is not None:
+        run.slide.offer(view)
+        return
+    fig = styled(name_model(view.figure, model) if model else view.figure)
+    config = export.plotly_config(export.file_stem(model, view.stem))
+    if is_square(fig):
+        with layout.square():
+            st.plotly_chart(fig, theme=None, config=config, height="stretch")
+    else:
+        st.plotly_chart(fig, theme=None, config=config)
     _download_row(view, model=model)
     if view.caption:
         st.caption(view.caption)
+
+
+def _as_slide(view_id: str) -> None:
+    st.query_params["slide"] = view_id
 
 
 def _download_row(view: View, *, model: str = "") -> None:
@@ -61,6 +78,9 @@ def _download_row(view: View, *, model: str = "") -> None:
         buttons.append(("NPZ", f"{name}.npz", "application/octet-stream", lambda: export.npz_bytes(arrays), None,
                         _HELP["NPZ"]))
     row = st.container(horizontal=True, gap="small")
+    if view.id:
+        row.button("Slide", icon=":material/slideshow:", type="tertiary", on_click=_as_slide, args=(view.id,),
+                   key=layout.key(f"slide-{view.id}"), help="This view full screen, for a projector (Esc leaves).")
     for number in range(1, 100):
         prefix = f"download-{stem}" + (f"-{number}" if number > 1 else "")
         try:

@@ -6,12 +6,14 @@
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 import streamlit as st
 
-from posviz.app import sidebar
+from posviz.app import layout, sidebar, slides
 from posviz.app.notices import page_failed, unusable_values
+from posviz.app.presentation import presenting
 from posviz.app.warmup import warm_up
 from posviz.loading import LoadedModel
 from posviz.store import ModelKey
@@ -33,9 +35,33 @@ PAGES = [
     ("pages/properties.py", "Properties", ":material/rule:", "properties"),
 ]
 
-# What main() chose for the script run of this thread (the model of the sidebar); a page run
-# without it was started by Streamlit directly (see current_model).
+
+@dataclass
+class PageRun:
+    """What :func:`main` set up for the page of one script run.
+
+    Attributes
+    ----------
+    key : ModelKey
+    lm : LoadedModel
+        The model the sidebar shows.
+    slide : slides.SlideRun or None
+        Slide mode, where the URL asks for it: the page's views go to the slide.
+    """
+
+    key: ModelKey
+    lm: LoadedModel
+    slide: slides.SlideRun | None = None
+
+
+# The PageRun of the script run of this thread; a page run without one was started by Streamlit
+# directly (see current_model).
 _run = threading.local()
+
+
+def page_run() -> PageRun | None:
+    """The :class:`PageRun` of this script run, or None outside a page (a test, a notebook)."""
+    return getattr(_run, "page", None)
 
 
 def _navigation(position: str = "sidebar"):
@@ -53,22 +79,30 @@ def main() -> None:
     """
     st.set_page_config(page_title="posviz · position embeddings", page_icon=str(ICON), layout="wide")
     linked = {name: st.query_params.get_all(name) for name in st.query_params}  # before any widget runs
-    page = _navigation()
+    slide = slides.from_url()
+    page = _navigation(position="hidden" if slide else "sidebar")
+    stem = page.url_path or "model"
+    slides.follow(slide)
     warm_up()
+    layout.style(presenting())
+    if slide is not None:
+        slides.begin(slide)
     shown = sidebar.draw()
     if shown.failure:
         st.warning(f"Showing **{shown.lm.name}** instead of **{shown.asked}**: {shown.failure}",
                    icon=":material/swap_horiz:")
     notes = st.container()
-    _run.model = shown.key, shown.lm
+    _run.page = PageRun(shown.key, shown.lm, slide)
     try:
         page.run()
     except Exception as exc:  # the last net: a message and a way forward, never a traceback
         page_failed(exc)
     finally:
-        _run.model = None
+        _run.page = None
         with notes:
-            unusable_values(linked, page.url_path or "model")
+            unusable_values(linked, stem)
+        if slide is not None:
+            slides.draw(slide, shown.lm.short_name, shown.lm.name, shown.failure)
 
 
 def current_model() -> tuple[ModelKey, LoadedModel]:
@@ -90,8 +124,8 @@ def current_model() -> tuple[ModelKey, LoadedModel]:
     your app will ignore the pages/ directory (across all sessions)". So such a page calls it here
     (its menu hidden) and reruns, which brings it back through ``app.py``, sidebar and all.
     """
-    model = getattr(_run, "model", None)
-    if model is None:
+    run = page_run()
+    if run is None:
         _navigation(position="hidden")
         st.rerun()
-    return model
+    return run.key, run.lm

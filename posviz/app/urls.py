@@ -38,6 +38,8 @@ class Param:
         What it sets.
     values : tuple of str
         For a choice, every value it takes (the options of its widget); empty otherwise.
+    widget : bool
+        Whether a widget holds it (False: slide mode's, which the app reads and writes itself).
     """
 
     name: str
@@ -46,6 +48,7 @@ class Param:
     default: str
     meaning: str
     values: tuple[str, ...] = ()
+    widget: bool = True
 
     @property
     def written(self) -> str:
@@ -59,6 +62,11 @@ PARAMS: dict[str, Param] = {p.name: p for p in (
     Param("device", "auto, cpu, cuda or mps (those this machine has)", EVERY_PAGE, "auto", "where the model runs"),
     Param("positions_only", "true or false", EVERY_PAGE, "false", "read the positional tensors only, not the weights"),
     Param("present", "true or false", EVERY_PAGE, "false", "presentation mode: large fonts for a projector"),
+    Param("slide", "view ids, comma-separated", EVERY_PAGE, "none: the page as usual",
+          "slide mode: those views of the page full screen (README, Teaching)", widget=False),
+    Param("lecture", "a built-in lecture (gallery), or a lecture file's path (not hosted)", EVERY_PAGE,
+          "none", "slide mode: the lecture stepped through", widget=False),
+    Param("step", "integer", EVERY_PAGE, "0", "the lecture's slide (0-based)", widget=False),
     Param("component", "text", _POSITION_PAGES, "the first",
           "the positional component shown, by name, where a model has several (MPNet: absolute table, relative bias; "
           "T5: encoder, decoder)"),

@@ -32,6 +32,12 @@ def url(name: str) -> dict:
     return {"key": name, "bind": "query-params"}
 
 
+def link_params(params: dict) -> dict:
+    """The query parameters of a link the app makes, with the presentation state of this session
+    (``present``), so that a link opened in front of a room stays large."""
+    return {**params, "present": "true"} if st.session_state.get("present") else dict(params)
+
+
 def clip_state(key: str, low: int, high: int) -> None:
     """Clip the kept value of widget ``key`` (a number or a (first, last) range) into ``low .. high``.
 

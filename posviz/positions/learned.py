@@ -51,8 +51,7 @@ class PositionEmbeddings(PositionEncoding):
 
     scheme: ClassVar[str] = "learned_absolute"
     label: ClassVar[str] = "learned absolute position embeddings"
-    formula: ClassVar[str] = (r"x_p = E_{\mathrm{token}}[t_p] + P[p + \mathrm{offset}]\ \big(+\, "
-                              r"E_{\mathrm{segment}}[s_p]\ \text{where the model has segments}\big)")
+    formula: ClassVar[str] = r"x_p = E_{\mathrm{token}}[t_p] + P[p + \mathrm{offset}]\ \big(+\, E_{\mathrm{segment}}[s_p]\big)"
     has_vectors: ClassVar[bool] = True
     metric_names: ClassVar[dict[str, str]] = {"dot": "dot product P·Pᵀ", "cosine": "of unit vectors"}
 

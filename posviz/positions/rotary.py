@@ -51,8 +51,9 @@ class RotaryEncoding(PositionEncoding):
 
     scheme: ClassVar[str] = "rotary"
     label: ClassVar[str] = "rotary position embedding (RoPE)"
-    formula: ClassVar[str] = (r"q'_m = q_m \cos(m\theta) + \mathrm{rotate}(q_m)\sin(m\theta),\quad "
-                              r"K(m, n) = \sum_i \cos\big((m - n)\,\theta_i\big),\quad \theta_i = b^{-2i/d}")
+    formula: ClassVar[str] = (r"\begin{gathered} q'_m = q_m \cos(m\theta) + \mathrm{rotate}(q_m)\sin(m\theta) \\ "
+                              r"K(m, n) = \sum_i \cos\big((m - n)\,\theta_i\big),\quad \theta_i = b^{-2i/d} "
+                              r"\end{gathered}")
     has_vectors: ClassVar[bool] = True
     vector_name: ClassVar[str] = "rotation features [cos pθ, sin pθ]"
     metric_names: ClassVar[dict[str, str]] = {"dot": "the kernel K(m, n)", "cosine": "of unit vectors"}

@@ -92,8 +92,8 @@ class SinusoidalEmbeddings(PositionEmbeddings):
 
     scheme: ClassVar[str] = "sinusoidal"
     label: ClassVar[str] = "fixed sinusoidal position embeddings"
-    formula: ClassVar[str] = (r"PE_{p,2i} = \sin\!\left(p / 10000^{2i/d}\right),\quad "
-                              r"PE_{p,2i+1} = \cos\!\left(p / 10000^{2i/d}\right)")
+    formula: ClassVar[str] = (r"\begin{gathered} PE_{p,2i} = \sin\!\left(p / 10000^{2i/d}\right) \\ "
+                              r"PE_{p,2i+1} = \cos\!\left(p / 10000^{2i/d}\right) \end{gathered}")
 
     def describe(self) -> str:
         shifted = f" (so position p gets PE(p + {self.offset}))" if self.offset else ""

@@ -6,7 +6,7 @@ import numpy as np
 
 from posviz.analysis.attention import SIDES, STACKS
 from posviz.views import figures
-from posviz.views.view import View
+from posviz.views.view import View, view_id
 
 #: Rows of an attention pattern with special tokens hidden are greyed (not rescaled) where less than
 #: this share of their weight is on the tokens shown.
@@ -39,6 +39,7 @@ def _top(patterns: np.ndarray, hidden: np.ndarray | None) -> float:
     return float(np.nanmax(shown)) if np.isfinite(shown).any() else 1.0
 
 
+@view_id("attention-head")
 def attention_head(patterns: np.ndarray, query_tokens: list[str], key_tokens: list[str], *, layer: int, head: int,
                    stack: str | None = None, hidden: np.ndarray | None = None) -> View:
     """The attention pattern of one head with token labels, on the layer's colour scale (0 to its
@@ -72,6 +73,7 @@ def attention_head(patterns: np.ndarray, query_tokens: list[str], key_tokens: li
     return View(fig, title, _arrays(patterns[head], query_tokens, key_tokens, row_hidden))
 
 
+@view_id("attention-mean")
 def attention_mean(patterns: np.ndarray, query_tokens: list[str], key_tokens: list[str], *, layer: int,
                    stack: str | None = None, hidden: np.ndarray | None = None) -> View:
     """The mean of a layer's heads, on the layer's colour scale (see :func:`attention_head`); with
@@ -85,6 +87,7 @@ def attention_mean(patterns: np.ndarray, query_tokens: list[str], key_tokens: li
     return View(fig, title, _arrays(mean, query_tokens, key_tokens, row_hidden))
 
 
+@view_id("attention-grid")
 def attention_grid(patterns: np.ndarray, query_tokens: list[str], key_tokens: list[str], *, layer: int,
                    stack: str | None = None, hidden: np.ndarray | None = None) -> View:
     """Every head of a layer as small multiples, on the layer's colour scale (see :func:`attention_head`);

@@ -6,7 +6,7 @@ import numpy as np
 
 from posviz.analysis.similarity import PositionMatrix, row_profile
 from posviz.views import figures
-from posviz.views.view import View
+from posviz.views.view import View, view_id
 
 
 def _label(metric: str) -> str:
@@ -28,20 +28,21 @@ def side_by_side(mine: PositionMatrix, theirs: PositionMatrix, names: tuple[str,
     Returns
     -------
     (View, View)
-        Arrays of each: ``similarity``, ``positions``.
+        Ids ``compare-model`` and ``compare-reference``; arrays of each: ``similarity``, ``positions``.
     """
     limits = figures.clip_limits(np.concatenate([mine.values.ravel(), theirs.values.ravel()]))
     first = int(mine.positions[0])
     stride = figures.stride_text(mine.step)
     label = _label(metric)
     views = []
-    for m, name in ((mine, names[0]), (theirs, names[1])):
+    for m, name, side in ((mine, names[0], "compare-model"), (theirs, names[1], "compare-reference")):
         title = f"{name}<br>{label}, positions {first}–{mine.last}{stride}"
         fig = figures.position_heatmap(m.values, first, title, label, step=m.step, limits=limits)
-        views.append(View(fig, title, {"similarity": m.values, "positions": m.positions}))
+        views.append(View(fig, title, {"similarity": m.values, "positions": m.positions}, id=side))
     return views[0], views[1]
 
 
+@view_id("compare-profiles")
 def profiles(mine: PositionMatrix, theirs: PositionMatrix, names: tuple[str, str], metric: str, q: int) -> View:
     """Both "position q against all" profiles on one chart, each divided by its maximum.
 

@@ -8,13 +8,14 @@ import numpy as np
 from posviz.analysis.input_representation import InputRepresentation
 from posviz.analysis.similarity import similarity
 from posviz.views import figures
-from posviz.views.view import View
+from posviz.views.view import View, view_id
 
 
 def _array_name(part: str) -> str:
     return part.replace(" ", "_").lower()
 
 
+@view_id("input-norms")
 def part_norms(emb: InputRepresentation) -> View:
     """The L2 norm of each part (token, segment, position, sum, after LayerNorm) per token, log scale.
 
@@ -32,6 +33,7 @@ def part_norms(emb: InputRepresentation) -> View:
                              **{_array_name(part): value for part, value in parts.items()}})
 
 
+@view_id("input-vectors")
 def part_vectors(emb: InputRepresentation, part: str) -> View:
     """One part's vectors, tokens × dimensions.
 
@@ -50,6 +52,7 @@ def part_vectors(emb: InputRepresentation, part: str) -> View:
     return View(fig, title, {"vectors": emb.parts[part], "tokens": emb.tokens})
 
 
+@view_id("input-similarity")
 def input_similarity(emb: InputRepresentation) -> View:
     """The cosine similarity of the input sums, token against token.
 

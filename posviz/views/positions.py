@@ -16,7 +16,7 @@ from posviz.analysis.similarity import PositionMatrix, position_matrix, row_prof
 from posviz.positions import PositionEncoding
 from posviz.views import figures
 from posviz.views.limits import MAX_POSITIONS, PROFILE_Q, max_positions
-from posviz.views.view import View
+from posviz.views.view import View, view_id
 
 
 def matrix(encoding: PositionEncoding, metric: str, first: int, last: int) -> PositionMatrix:
@@ -53,6 +53,7 @@ def _scaled(values: np.ndarray) -> np.ndarray:
     return values / np.nanmax(np.abs(values), axis=axes, keepdims=values.ndim == 3)
 
 
+@view_id("position-similarity")
 def position_similarity(m: PositionMatrix, *, normalize: bool = False, clip: bool = True,
                         head: int | None = None) -> View:
     """The position-position matrix as a heatmap, or a bias as one heatmap per head.
@@ -91,6 +92,7 @@ def position_similarity(m: PositionMatrix, *, normalize: bool = False, clip: boo
     return View(fig, title, arrays)
 
 
+@view_id("q-profile")
 def q_profile(m: PositionMatrix, q: int, *, head: int | None = None) -> View:
     """"Position q against all": row q of a position-position matrix over every row.
 
@@ -125,6 +127,7 @@ def q_profile(m: PositionMatrix, q: int, *, head: int | None = None) -> View:
     return View(fig, title, {"profile": profile, "positions": m.labels}, caption)
 
 
+@view_id("position-vectors")
 def vectors(encoding: PositionEncoding, first: int, last: int) -> View:
     """The position vectors themselves, rows ``first .. last`` (a stride beyond the limit) × dimensions.
 
@@ -144,6 +147,7 @@ def vectors(encoding: PositionEncoding, first: int, last: int) -> View:
     return View(fig, title, {"vectors": values, "positions": rows + encoding.first_label}, caption)
 
 
+@view_id("kernel-bands")
 def kernel_bands(encoding: PositionEncoding, span: int) -> View:
     """The rotary kernel K(m, m + k) against the offset k, over all frequencies and per band.
 
@@ -172,6 +176,7 @@ def kernel_bands(encoding: PositionEncoding, span: int) -> View:
                 "beyond a few positions; slow pairs carry the long-range structure.")
 
 
+@view_id("signature")
 def signature(encoding: PositionEncoding) -> View | None:
     """The figure that characterises a component at a glance (:meth:`PositionEncoding.signature`):
     the length of each learned or sinusoidal position vector, the rotary frequencies, the ALiBi
@@ -245,6 +250,7 @@ def projection_coordinates(encoding: PositionEncoding, method: str, dims: int, f
         return project(encoding.vectors(positions), method, dims), positions
 
 
+@view_id("projection")
 def projection(coords: np.ndarray, positions: np.ndarray, vector_name: str, *, method: str,
                boundaries: list[int], path: bool = False) -> View:
     """Scatter of the projected vectors, coloured by position range, with the path p → p + 1 on request.

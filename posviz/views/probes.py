@@ -10,7 +10,7 @@ from posviz.analysis.probes import ProbeResult, middle_guess_mae
 from posviz.positions import PositionEncoding, sinusoidal
 from posviz.views import figures
 from posviz.views.limits import MAX_PROBED
-from posviz.views.view import View
+from posviz.views.view import View, view_id
 
 #: The matrices probed side by side.
 SOURCES = ("model", "sinusoid", "random")
@@ -85,6 +85,7 @@ def probe_caption(encoding: PositionEncoding, seed: int, pairs: int) -> str:
             f"Seed {seed}, {pairs} pairs, 5 folds; the random matrix is standard normal.")
 
 
+@view_id("probe-predictions")
 def probe_predictions(found: dict[str, ProbeResult], names: dict[str, str], axis_label: str) -> View:
     """The absolute probe's held-out prediction against the true position, one series per matrix.
 
@@ -104,6 +105,7 @@ def probe_predictions(found: dict[str, ProbeResult], names: dict[str, str], axis
     return View(fig, title, {names[s]: a.predictions for s, a in found.items()})
 
 
+@view_id("layer-probe")
 def layer_probe(result: LayerProbeResult, *, encoder_decoder: bool, max_tokens: int, hidden: int) -> View:
     """The absolute probe's MAE on each layer's hidden states, with the MAE of guessing the middle.
 

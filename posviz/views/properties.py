@@ -9,7 +9,7 @@ import numpy as np
 from posviz.analysis.locality import ATTENTION_SCORES
 from posviz.analysis.properties import PositionProperties, proximity_by_offset
 from posviz.views import figures
-from posviz.views.view import View
+from posviz.views.view import View, view_id
 
 
 def _per_unit(p: PositionProperties, values: np.ndarray) -> np.ndarray:
@@ -17,6 +17,7 @@ def _per_unit(p: PositionProperties, values: np.ndarray) -> np.ndarray:
     return values / p.diagonal_mean if p.diagonal_mean > 0 else values
 
 
+@view_id("monotonicity")
 def monotonicity_profile(mine: PositionProperties, ref: PositionProperties, names: tuple[str, str]) -> View:
     """Mean proximity ḡ(k) against the offset k, each curve divided by its own ḡ(0).
 
@@ -35,6 +36,7 @@ def monotonicity_profile(mine: PositionProperties, ref: PositionProperties, name
                 "change under that scaling.")
 
 
+@view_id("translation-invariance")
 def translation_bands(mine: PositionProperties, ref: PositionProperties, names: tuple[str, str], phi: str) -> View:
     """φ(x, x + k) against the offset: its mean and its min–max band over start positions, one panel each.
 
@@ -53,6 +55,7 @@ def translation_bands(mine: PositionProperties, ref: PositionProperties, names: 
                 "translation-invariant φ has no band. ḡ is the mean over all pairs x ≠ y.")
 
 
+@view_id("symmetry")
 def symmetry_profile(mine: PositionProperties, ref: PositionProperties, names: tuple[str, str]) -> View:
     """Mean proximity against the signed offset k = y − x, each curve divided by its own ḡ(0)."""
     title = "Mean proximity against the signed offset k = y − x, ÷ ḡ(0)"
@@ -87,6 +90,7 @@ def score_rows(scores: dict[str, np.ndarray], reference: dict[str, np.ndarray], 
                                   for name, label in ATTENTION_SCORES.items()}}
 
 
+@view_id("identical-word-attention")
 def identical_word_tiles(matrices: np.ndarray, scores: dict[str, np.ndarray], *, keep_special: bool,
                          first: int) -> View:
     """Every head's layer-0 attention on identical words, titled with its locality and symmetry.
@@ -114,6 +118,7 @@ def identical_word_tiles(matrices: np.ndarray, scores: dict[str, np.ndarray], *,
                 "0 to the largest weight.")
 
 
+@view_id("attention-by-offset")
 def attention_by_offset(matrices: np.ndarray, reference: np.ndarray, width: int) -> View:
     """Mean attention against the offset k = key − query, one line per head and the sinusoid's.
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 import plotly.graph_objects as go
@@ -44,14 +46,34 @@ class View:
         (positions, tokens); empty where the figure holds nothing worth a download.
     caption : str
         What to read in the figure, in a sentence or two (Markdown), or empty.
+    id : str
+        Which view it is ("q-profile", "attention-head" …): the name a lecture's slide and the app's
+        ``slide`` parameter give it; set by :func:`view_id`.
     """
 
     figure: go.Figure
     title: str
     arrays: dict[str, np.ndarray] = field(default_factory=dict)
     caption: str = ""
+    id: str = ""
 
     @property
     def stem(self) -> str:
         """A file-name stem from the title (:func:`slug`)."""
         return slug(self.title)
+
+
+def view_id(name: str) -> Callable:
+    """Decorate a view function: the views it returns carry ``name`` as their :attr:`View.id`, and the
+    function itself as ``view_id`` (the README lists them)."""
+    def decorate(function: Callable) -> Callable:
+        @functools.wraps(function)
+        def named(*args, **kwargs):
+            found = function(*args, **kwargs)
+            if found is not None:
+                found.id = name
+            return found
+
+        named.view_id = name
+        return named
+    return decorate

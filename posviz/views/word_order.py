@@ -6,9 +6,10 @@ import numpy as np
 
 from posviz.analysis.word_order import STAGES, WordOrderComparison
 from posviz.views import figures
-from posviz.views.view import View
+from posviz.views.view import View, view_id
 
 
+@view_id("word-order-difference")
 def difference_bars(kept: WordOrderComparison, removed: WordOrderComparison | None) -> View:
     """‖permuted − original‖ per token at the last layer, with positions and (where they can be
     removed) without, on a log scale.
@@ -26,6 +27,7 @@ def difference_bars(kept: WordOrderComparison, removed: WordOrderComparison | No
     return View(fig, title, {**series, "tokens": np.array(kept.tokens)})
 
 
+@view_id("word-order-vectors")
 def stage_vectors(shown: WordOrderComparison, stage: str) -> View:
     """Both runs' vectors at one stage (tokens × dimensions) and their difference, on one colour scale.
 

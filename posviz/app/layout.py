@@ -1,0 +1,74 @@
+"""Layouts that hold from 1024 × 768 (a projector) to 1920 × 1080, presentation mode on or off.
+
+Three rules, in one style sheet the entry script adds to every page (:func:`style`):
+
+- a square heatmap sits in a container whose height follows its width (``aspect-ratio``), so it
+  fills its column and its colour bar matches its height (:func:`square`);
+- two charts side by side (:func:`pair`) stack when the page's main column is too narrow for both
+  to be readable: about 1 100 pixels, 1 400 in presentation mode, whatever the window;
+- presentation mode scales the whole page (the root font size: widgets, metrics, captions, tables,
+  formulas alike), and control rows wrap instead of clipping.
+"""
+
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+from typing import Iterator
+
+import streamlit as st
+
+#: Width of the main column under which side-by-side charts stack, in CSS pixels.
+STACK_BELOW, PRESENT_STACK_BELOW = 1100, 1400
+#: Root font size in presentation mode (Streamlit's is 16 px): everything in rem grows with it.
+PRESENT_ROOT = 21
+
+_BASE = """
+.stMainBlockContainer { container-type: inline-size; container-name: posviz-main; }
+[data-testid="stLayoutWrapper"]:has(> [class*="st-key-posviz-square"]) {
+  aspect-ratio: 1.12; max-height: 86vh; min-height: 380px; }
+.katex-display { overflow-x: auto; overflow-y: hidden; padding-bottom: 2px; }
+@container posviz-main (max-width: {stack}px) {
+  [class*="st-key-posviz-pair"] > [data-testid="stLayoutWrapper"] > [data-testid="stHorizontalBlock"] {
+    flex-direction: column; }
+  [class*="st-key-posviz-pair"] > [data-testid="stLayoutWrapper"] > [data-testid="stHorizontalBlock"]
+    > [data-testid="stColumn"] { width: 100% !important; flex: 1 1 100% !important; }
+}
+"""
+_PRESENT = """
+html { font-size: {root}px; }
+.stMainBlockContainer [data-testid="stCaptionContainer"] { color: #222; }
+"""
+
+# Numbers the keyed containers of one script run (the thread's), from 0 at each run: stable keys.
+_run = threading.local()
+
+
+def key(kind: str) -> str:
+    """A key for a container or button of this run, unique within it and the same in every run."""
+    _run.count = getattr(_run, "count", 0) + 1
+    return f"posviz-{kind}-{_run.count}"
+
+
+def style(presenting: bool) -> None:
+    """Add the app's layout rules to the page (once per script run, before the page)."""
+    _run.count = 0
+    css = _BASE.replace("{stack}", str(PRESENT_STACK_BELOW if presenting else STACK_BELOW))
+    if presenting:
+        css += _PRESENT.replace("{root}", str(PRESENT_ROOT))
+    st.html(f"<style>{css}</style>")
+
+
+@contextmanager
+def square() -> Iterator[None]:
+    """A container whose height follows its width, for one square heatmap (its chart drawn with
+    ``height="stretch"``)."""
+    with st.container(key=key("square")):
+        yield
+
+
+def pair(spec=2, gap: str = "large") -> list:
+    """Columns side by side that stack when the main column is narrow (see the module's rules); the
+    arguments are :func:`streamlit.columns`'."""
+    with st.container(key=key("pair")):
+        return st.columns(spec, gap=gap)

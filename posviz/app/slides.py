@@ -1,0 +1,196 @@
+"""Slide mode: a view full screen (no sidebar, no widgets, a large title and caption, the model named),
+and lectures stepped through with the keyboard.
+
+The URL says what is shown: ``slide=<view id>`` (several, comma-separated, side by side) shows those
+views of the current page; ``lecture=<name>&step=<k>`` shows slide k (0-based) of a lecture
+(:mod:`posviz.app.lectures`), on its page with its settings. ← / → and PageUp / PageDown (what
+presentation clickers send) step through a lecture; Esc leaves slide mode. The page runs as usual
+(its widgets take their values from the URL, hidden); :func:`posviz.app.downloads.show` hands its
+views to the slide instead of drawing them, and :func:`draw` draws the chosen ones at the end of
+the run into the slot :func:`begin` made at the top of the page.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import streamlit as st
+
+from posviz import export, settings
+from posviz.app.lectures import Lecture, LectureError, read
+from posviz.app.urls import PARAMS
+from posviz.views.style import for_presentation, name_model
+from posviz.views.view import View
+
+#: The query parameters of slide mode (not bound to widgets).
+SLIDE_PARAMS = ("lecture", "step", "slide")
+
+CSS = """<style>
+[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], [data-testid="stHeader"] { display: none; }
+.stMainBlockContainer { padding: 1rem 2rem 0.5rem !important; max-width: 100% !important; }
+.stMainBlockContainer > [data-testid="stVerticalBlock"] > :not(:has(.st-key-posviz-slide)) { display: none; }
+[data-testid="stLayoutWrapper"]:has(> .st-key-posviz-slide) { height: calc(100vh - 1.5rem); }
+.st-key-posviz-slide h2 { font-size: 2.2rem; padding: 0; }
+.st-key-posviz-slide [data-testid="stCaptionContainer"] p { font-size: 1.35rem; color: #222; }
+[data-testid="stLayoutWrapper"]:has(> .st-key-posviz-slide-charts) { flex: 1 1 auto; min-height: 0; }
+.st-key-posviz-slide-charts [data-testid="stHorizontalBlock"] { height: 100%; }
+.st-key-posviz-key-pageup, .st-key-posviz-key-pagedown { display: none; }
+</style>"""
+
+
+@dataclass
+class SlideRun:
+    """What slide mode shows in one script run.
+
+    Attributes
+    ----------
+    lecture : Lecture or None
+        The lecture stepped through; None for a single slide of the current page (``slide=``).
+    step : int
+        0-based slide of the lecture.
+    views : tuple of str
+        The ids of the views shown; empty: the page's first view.
+    offered : list of View
+        The views the page offered, in order (filled by :meth:`offer`).
+    """
+
+    lecture: Lecture | None
+    step: int
+    views: tuple[str, ...]
+    offered: list[View] = field(default_factory=list)
+    slot: object = None
+
+    def offer(self, view: View) -> None:
+        """Take a view the page shows (instead of drawing it in place)."""
+        self.offered.append(view)
+
+    @property
+    def title(self) -> str:
+        """The slide's title (the lecture's, or the first view's)."""
+        if self.lecture is not None:
+            return self.lecture.slides[self.step].title
+        return self.offered[0].title.replace("<br>", " ") if self.offered else ""
+
+
+def _lecture(name: str) -> Lecture:
+    """A lecture uploaded in this session, or :func:`posviz.app.lectures.read`'s."""
+    uploaded = st.session_state.get("posviz_lectures", {})
+    return uploaded[name] if name in uploaded else read(name, hosted=settings.hosted())
+
+
+def from_url() -> SlideRun | None:
+    """Slide mode as the URL asks for it, or None. A lecture that cannot be read gets a notice and
+    the page shows as usual."""
+    params = st.query_params
+    if "lecture" in params:
+        try:
+            lecture = _lecture(params["lecture"])
+        except LectureError as exc:
+            st.warning(str(exc), icon=":material/slideshow:")
+            return None
+        try:
+            step = min(max(int(params.get("step", "0")), 0), len(lecture.slides) - 1)
+        except ValueError:
+            step = 0
+        return SlideRun(lecture, step, lecture.slides[step].views)
+    if "slide" in params:
+        return SlideRun(None, 0, tuple(v for v in params["slide"].split(",") if v))
+    return None
+
+
+def _go(step: int) -> None:
+    st.session_state["posviz_goto"] = step
+
+
+def _leave() -> None:
+    for name in SLIDE_PARAMS:
+        st.query_params.pop(name, None)
+
+
+def present(lecture: Lecture, step: int = 0) -> None:
+    """Open slide ``step`` of a lecture (a callback of a button: the next run goes there)."""
+    st.session_state.setdefault("posviz_lectures", {})
+    if lecture.name not in st.session_state["posviz_lectures"]:
+        st.session_state["posviz_lectures"][lecture.name] = lecture
+    st.session_state["posviz_goto"] = (lecture.name, step)
+
+
+def follow(run: SlideRun | None) -> None:
+    """Go where the lecture says: to the slide a button asked for, or to the slide of the URL the first
+    time this session meets it (``st.switch_page`` to its page with its settings, the rest of that
+    page's settings at their defaults). Returns where nothing needs to move."""
+    goto = st.session_state.pop("posviz_goto", None)
+    if isinstance(goto, tuple):
+        lecture, step = _lecture(goto[0]), goto[1]
+    elif goto is not None and run is not None and run.lecture is not None:
+        lecture, step = run.lecture, min(max(goto, 0), len(run.lecture.slides) - 1)
+    elif run is not None and run.lecture is not None and st.session_state.get("posviz_arrived") != (
+            run.lecture.name, run.step):
+        lecture, step = run.lecture, run.step
+    else:
+        return
+    slide = lecture.slides[step]
+    for name, param in PARAMS.items():  # the slide's settings, and the defaults of the rest of its page
+        if slide.page in param.pages and param.type != "text" and name not in slide.params and name != "present":
+            st.session_state.pop(name, None)
+    st.session_state["posviz_arrived"] = (lecture.name, step)
+    keep = {name: st.query_params[name] for name in ("present",) if name in st.query_params}
+    st.switch_page(f"pages/{slide.page}.py",
+                   query_params={**slide.params, **keep, "lecture": lecture.name, "step": str(step)})
+
+
+def begin(run: SlideRun) -> None:
+    """Hide everything but the slide, and make its slot at the top of the page."""
+    st.html(CSS)
+    run.slot = st.container(key="posviz-slide")
+
+
+def _footer(run: SlideRun) -> None:
+    row = st.container(horizontal=True, vertical_alignment="center", gap="medium")
+    if run.lecture is not None:
+        last = len(run.lecture.slides) - 1
+        row.button("Previous", icon=":material/arrow_back:", shortcut="Left", on_click=_go, args=(run.step - 1,),
+                   disabled=run.step == 0, key="posviz-key-left")
+        row.button("PageUp", shortcut="PageUp", on_click=_go, args=(run.step - 1,), key="posviz-key-pageup")
+        row.markdown(f"**{run.step + 1} / {last + 1}** · {run.lecture.title}")
+        row.button("Next", icon=":material/arrow_forward:", shortcut="Right", on_click=_go, args=(run.step + 1,),
+                   disabled=run.step == last, key="posviz-key-right")
+        row.button("PageDown", shortcut="PageDown", on_click=_go, args=(run.step + 1,), key="posviz-key-pagedown")
+    row.button("Exit", icon=":material/close:", shortcut="Esc", on_click=_leave, key="posviz-key-esc",
+               help="Leave slide mode (Esc).")
+
+
+def draw(run: SlideRun, model: str, full_name: str, failure: str = "") -> None:
+    """Draw the slide into its slot: the title with the model's short name, the chosen views side by
+    side at the height of the screen, the caption, the lecture's step and its keys.
+
+    Parameters
+    ----------
+    run : SlideRun
+    model, full_name : str
+        The model shown: its short name (in the title) and its full name (in the caption).
+    failure : str
+        Why the model asked for is not the one shown, or empty.
+    """
+    chosen = [view for wanted in run.views for view in run.offered if view.id == wanted]
+    missing = [wanted for wanted in run.views if not any(view.id == wanted for view in run.offered)]
+    chosen = chosen or run.offered[:1]
+    slide = run.lecture.slides[run.step] if run.lecture is not None else None
+    with run.slot:
+        st.markdown(f"## {run.title} · {model}")
+        if failure:
+            st.warning(f"Showing **{full_name}**, not the model this slide asks for: {failure}",
+                       icon=":material/swap_horiz:")
+        if missing:
+            st.info(f"This page has no view {', '.join(missing)} for {model}; showing "
+                    f"{', '.join(v.id for v in chosen) or 'nothing'}.", icon=":material/info:")
+        with st.container(key="posviz-slide-charts"):
+            for column, view in zip(st.columns(len(chosen)) if len(chosen) > 1 else [st.container()], chosen):
+                fig = for_presentation(name_model(view.figure, model))
+                fig.update_layout(height=None)
+                column.plotly_chart(fig, theme=None, height="stretch",
+                                    config=export.plotly_config(export.file_stem(model, view.stem)))
+        caption = (slide.caption if slide is not None and slide.caption else
+                   " ".join(view.caption for view in chosen if view.caption))
+        st.caption(caption + (" · " if caption else "") + f"Model: {full_name}.")
+        _footer(run)
