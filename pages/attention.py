@@ -45,7 +45,7 @@ if encoder_decoder:
              "target tokens (causal). cross: target tokens (rows) attend to source tokens (columns).")
 stack_patterns, query_tokens, key_tokens = att.stack(stack or "encoder")
 
-c1, c2, c3 = st.columns([2, 2, 1])
+c1, c2, c3 = st.columns([2, 2, 1.5])
 num_layers, num_heads = stack_patterns.shape[:2]
 layer = index_slider(c1, "Layer", num_layers, "layer")
 head = index_slider(c2, "Head", num_heads, "head")

@@ -305,7 +305,7 @@ def figure_html(fig: go.Figure, filename: str = "figure") -> str:
     return fig.to_html(include_plotlyjs=True, full_html=True, config=plotly_config(filename))
 
 
-#: Layout height of an exported heatmap whose height follows its width in the app (``layout.meta["square"]``).
+#: Layout height of an exported figure whose height follows its width in the app (``layout.meta["aspect"]``).
 SQUARE_HEIGHT = 800
 
 
@@ -320,11 +320,15 @@ def image_size(fig: go.Figure) -> tuple[int, int]:
     -------
     (int, int)
         The figure's own width and height where it has them; else (charts are drawn at the page's
-        width) a width that suits its height, the height being 500, or :data:`SQUARE_HEIGHT` for a
-        heatmap with square cells (``layout.meta["square"]``, whose height follows its width in the app).
+        width) a width that suits its height, the height being 500; a figure whose height follows its
+        width in the app (``layout.meta["aspect"]``: width ÷ height, 1 for a heatmap with square
+        cells) gets :data:`SQUARE_HEIGHT` and a width of that aspect (at most 1 600).
     """
-    square = isinstance(fig.layout.meta, dict) and bool(fig.layout.meta.get("square"))
-    height = int(fig.layout.height or (SQUARE_HEIGHT if square else 500))
+    aspect = fig.layout.meta.get("aspect") if isinstance(fig.layout.meta, dict) else None
+    if aspect and not fig.layout.height:
+        width = int(fig.layout.width or min(1600, round(SQUARE_HEIGHT * aspect * 1.1)))
+        return width, int(round(width / aspect / 1.1))
+    height = int(fig.layout.height or 500)
     width = int(fig.layout.width or (900 if height <= 460 else min(1400, round(1.25 * height))))
     return width, height
 

@@ -21,7 +21,7 @@ def test_bundled_beside_the_sinusoid_of_its_width(bundled_lm):
     np.testing.assert_allclose(heatmap_z(theirs), posviz.similarity(posviz.sinusoidal(512, 384), "cosine"), atol=1e-5)
     # one colour scale for both
     assert mine["data"][0]["zmin"] == theirs["data"][0]["zmin"] and mine["data"][0]["zmax"] == theirs["data"][0]["zmax"]
-    assert "sinusoid, width 384 (interleaved)" in theirs["layout"]["title"]["text"]
+    assert theirs["layout"]["title"]["subtitle"]["text"].startswith("sinusoid, width 384 (interleaved)")
     assert [t["name"] for t in profiles["data"]] == ["all-MiniLM-L6-v2 (bundled)", "sinusoid, width 384 (interleaved)"]
 
 

@@ -9,7 +9,7 @@ from streamlit.errors import StreamlitDuplicateElementKey
 from posviz import export
 from posviz.app import layout, navigation
 from posviz.app.presentation import styled
-from posviz.views.style import is_square, name_model
+from posviz.views.style import aspect_of, name_model
 from posviz.views.view import View
 
 _HELP = {"SVG": "Vector image for slides and papers (rendered on the server: a few seconds).",
@@ -45,8 +45,9 @@ def show(view: View, *, model: str = "") -> None:
         return
     fig = styled(name_model(view.figure, model) if model else view.figure)
     config = export.plotly_config(export.file_stem(model, view.stem))
-    if is_square(fig):
-        with layout.square():
+    aspect = aspect_of(fig)
+    if aspect:
+        with layout.proportional(aspect):
             st.plotly_chart(fig, theme=None, config=config, height="stretch")
     else:
         st.plotly_chart(fig, theme=None, config=config)

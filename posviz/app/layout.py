@@ -2,8 +2,9 @@
 
 Three rules, in one style sheet the entry script adds to every page (:func:`style`):
 
-- a square heatmap sits in a container whose height follows its width (``aspect-ratio``), so it
-  fills its column and its colour bar matches its height (:func:`square`);
+- a figure whose height follows its width (a square heatmap, small multiples) sits in a container
+  of its aspect ratio, so it fills its column and a colour bar matches its height
+  (:func:`proportional`);
 - two charts side by side (:func:`pair`) stack when the page's main column is too narrow for both
   to be readable: about 1 100 pixels, 1 400 in presentation mode, whatever the window;
 - presentation mode scales the whole page (the root font size: widgets, metrics, captions, tables,
@@ -25,8 +26,7 @@ PRESENT_ROOT = 21
 
 _BASE = """
 .stMainBlockContainer { container-type: inline-size; container-name: posviz-main; }
-[data-testid="stLayoutWrapper"]:has(> [class*="st-key-posviz-square"]) {
-  aspect-ratio: 1.12; max-height: 86vh; min-height: 380px; }
+[data-testid="stLayoutWrapper"]:has(> [class*="st-key-posviz-aspect"]) { max-height: 88vh; min-height: 380px; }
 .katex-display { overflow-x: auto; overflow-y: hidden; padding-bottom: 2px; }
 @container posviz-main (max-width: {stack}px) {
   [class*="st-key-posviz-pair"] > [data-testid="stLayoutWrapper"] > [data-testid="stHorizontalBlock"] {
@@ -60,10 +60,12 @@ def style(presenting: bool) -> None:
 
 
 @contextmanager
-def square() -> Iterator[None]:
-    """A container whose height follows its width, for one square heatmap (its chart drawn with
-    ``height="stretch"``)."""
-    with st.container(key=key("square")):
+def proportional(aspect: float) -> Iterator[None]:
+    """A container whose height follows its width (``aspect``: width ÷ height), for one figure drawn
+    with ``height="stretch"``."""
+    name = key("aspect")
+    st.html(f'<style>[data-testid="stLayoutWrapper"]:has(> .st-key-{name}) {{ aspect-ratio: {aspect}; }}</style>')
+    with st.container(key=name):
         yield
 
 

@@ -12,6 +12,7 @@ the run into the slot :func:`begin` made at the top of the page.
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass, field
 
 import streamlit as st
@@ -30,10 +31,15 @@ CSS = """<style>
 .stMainBlockContainer { padding: 1rem 2rem 0.5rem !important; max-width: 100% !important; }
 .stMainBlockContainer > [data-testid="stVerticalBlock"] > :not(:has(.st-key-posviz-slide)) { display: none; }
 [data-testid="stLayoutWrapper"]:has(> .st-key-posviz-slide) { height: calc(100vh - 1.5rem); }
-.st-key-posviz-slide h2 { font-size: 2.2rem; padding: 0; }
+.posviz-slide-title { font-size: 2.2rem; font-weight: 700; line-height: 1.2; }
 .st-key-posviz-slide [data-testid="stCaptionContainer"] p { font-size: 1.35rem; color: #222; }
-[data-testid="stLayoutWrapper"]:has(> .st-key-posviz-slide-charts) { flex: 1 1 auto; min-height: 0; }
-.st-key-posviz-slide-charts [data-testid="stHorizontalBlock"] { height: 100%; }
+.st-key-posviz-slide > * { flex-shrink: 0; }
+.st-key-posviz-slide > [data-testid="stLayoutWrapper"]:has(> .st-key-posviz-slide-charts) { flex: 1 1 auto; min-height: 0; }
+.st-key-posviz-slide-charts > [data-testid="stLayoutWrapper"] { height: 100%; }
+.st-key-posviz-slide-charts [data-testid="stHorizontalBlock"], .st-key-posviz-slide-charts [data-testid="stColumn"],
+.st-key-posviz-slide-charts [data-testid="stColumn"] > [data-testid="stVerticalBlock"] { height: 100%; }
+.st-key-posviz-slide-charts [data-testid="stElementContainer"]:has([data-testid="stPlotlyChart"]) {
+  flex: 1 1 auto; min-height: 0; }
 .st-key-posviz-key-pageup, .st-key-posviz-key-pagedown { display: none; }
 </style>"""
 
@@ -65,11 +71,23 @@ class SlideRun:
         self.offered.append(view)
 
     @property
+    def chosen(self) -> list[View]:
+        """The views shown: those of :attr:`views` the page offered, in that order; the page's first
+        view where it offered none of them."""
+        chosen = [view for wanted in self.views for view in self.offered if view.id == wanted]
+        return chosen or self.offered[:1]
+
+    @property
+    def missing(self) -> list[str]:
+        """The ids of :attr:`views` the page did not offer."""
+        return [wanted for wanted in self.views if not any(view.id == wanted for view in self.offered)]
+
+    @property
     def title(self) -> str:
-        """The slide's title (the lecture's, or the first view's)."""
+        """The slide's title (the lecture's, or the first view's shown)."""
         if self.lecture is not None:
             return self.lecture.slides[self.step].title
-        return self.offered[0].title.replace("<br>", " ") if self.offered else ""
+        return self.chosen[0].title.replace("<br>", " ") if self.chosen else ""
 
 
 def _lecture(name: str) -> Lecture:
@@ -172,12 +190,10 @@ def draw(run: SlideRun, model: str, full_name: str, failure: str = "") -> None:
     failure : str
         Why the model asked for is not the one shown, or empty.
     """
-    chosen = [view for wanted in run.views for view in run.offered if view.id == wanted]
-    missing = [wanted for wanted in run.views if not any(view.id == wanted for view in run.offered)]
-    chosen = chosen or run.offered[:1]
+    chosen, missing = run.chosen, run.missing
     slide = run.lecture.slides[run.step] if run.lecture is not None else None
     with run.slot:
-        st.markdown(f"## {run.title} · {model}")
+        st.html(f'<div class="posviz-slide-title">{html.escape(run.title)} · {html.escape(model)}</div>')
         if failure:
             st.warning(f"Showing **{full_name}**, not the model this slide asks for: {failure}",
                        icon=":material/swap_horiz:")
@@ -185,11 +201,12 @@ def draw(run: SlideRun, model: str, full_name: str, failure: str = "") -> None:
             st.info(f"This page has no view {', '.join(missing)} for {model}; showing "
                     f"{', '.join(v.id for v in chosen) or 'nothing'}.", icon=":material/info:")
         with st.container(key="posviz-slide-charts"):
-            for column, view in zip(st.columns(len(chosen)) if len(chosen) > 1 else [st.container()], chosen):
+            places = st.columns(len(chosen)) if len(chosen) > 1 else [st]
+            for place, view in zip(places, chosen):
                 fig = for_presentation(name_model(view.figure, model))
                 fig.update_layout(height=None)
-                column.plotly_chart(fig, theme=None, height="stretch",
-                                    config=export.plotly_config(export.file_stem(model, view.stem)))
+                place.plotly_chart(fig, theme=None, height="stretch",
+                                   config=export.plotly_config(export.file_stem(model, view.stem)))
         caption = (slide.caption if slide is not None and slide.caption else
                    " ".join(view.caption for view in chosen if view.caption))
         st.caption(caption + (" · " if caption else "") + f"Model: {full_name}.")

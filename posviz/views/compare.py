@@ -6,6 +6,7 @@ import numpy as np
 
 from posviz.analysis.similarity import PositionMatrix, row_profile
 from posviz.views import figures
+from posviz.views.style import name_model
 from posviz.views.view import View, view_id
 
 
@@ -36,8 +37,8 @@ def side_by_side(mine: PositionMatrix, theirs: PositionMatrix, names: tuple[str,
     label = _label(metric)
     views = []
     for m, name, side in ((mine, names[0], "compare-model"), (theirs, names[1], "compare-reference")):
-        title = f"{name}<br>{label}, positions {first}–{mine.last}{stride}"
-        fig = figures.position_heatmap(m.values, first, title, label, step=m.step, limits=limits)
+        title = f"{label}, positions {first}–{mine.last}{stride}"
+        fig = name_model(figures.position_heatmap(m.values, first, title, label, step=m.step, limits=limits), name)
         views.append(View(fig, title, {"similarity": m.values, "positions": m.positions}, id=side))
     return views[0], views[1]
 

@@ -15,7 +15,8 @@ from plotly.subplots import make_subplots
 from posviz.analysis.similarity import block_mean
 from posviz.views.limits import MAX_CELLS, MAX_LABELS, MAX_TILE_CELLS
 from posviz.views.style import (
-    DIVERGING, MISSING, QUALITATIVE, REFERENCE, SEQUENTIAL, line_colours, log_ticks, new_figure, token_ticks,
+    DIVERGING, MISSING, QUALITATIVE, REFERENCE, SEQUENTIAL, TILE_TITLE_FONT, leave_room_for_tile_titles,
+    line_colours, log_ticks, new_figure, token_ticks,
 )
 
 
@@ -36,7 +37,7 @@ def clip_limits(values: np.ndarray, percentile: float = 99.0) -> tuple[float, fl
 def _square(fig: go.Figure, col: int | None = None) -> None:
     """Equal x and y units, the plot shrunk to its data instead of padded (of one subplot column)."""
     where = dict(row=1, col=col) if col else {}
-    fig.update_xaxes(constrain="domain", **where)
+    fig.update_xaxes(constrain="domain", constraintoward="right", **where)  # next to its colour bar
     fig.update_yaxes(autorange="reversed", scaleanchor="x", constrain="domain", **where)
 
 
@@ -71,7 +72,7 @@ def position_heatmap(matrix: np.ndarray, first: int, title: str, colorbar: str, 
     axis = first + step * block * np.arange(matrix.shape[0])
     notes = ([f"means of {block}×{block} blocks"] if block > 1 else []) + (
         ["colours clipped to the 1st–99th percentile"] if clip and not limits else [])
-    fig = new_figure(title, height=None, notes=notes, square=True)
+    fig = new_figure(title, height=None, notes=notes, aspect=1.0)
     fig.add_trace(go.Heatmap(
         z=_f32(matrix), x=axis, y=axis, zmin=zmin, zmax=zmax, colorscale=SEQUENTIAL,
         colorbar=dict(title=colorbar),
@@ -247,12 +248,18 @@ def small_multiples(matrices: np.ndarray, titles: list[str], title: str, zmin: f
                                  hovertemplate=f"{titles[i]}<br>{where}<br>%{{z:.4f}}<extra></extra>"),
                       row=i // columns + 1, col=i % columns + 1)
     finite = matrices[np.isfinite(matrices)]
-    _adopt(fig, new_figure(title, height=230 * rows + 110, notes=[f"means of {block}×{block} blocks"] * (block > 1)))
+    _adopt(fig, new_figure(title, height=None, notes=[f"means of {block}×{block} blocks"] * (block > 1),
+                           aspect=round(columns / rows * 0.8, 3)))
     fig.update_layout(coloraxis=dict(colorscale=SEQUENTIAL, cmin=float(finite.min()) if zmin is None else zmin,
                                      cmax=float(finite.max()) if zmax is None else zmax))
-    fig.update_annotations(font_size=13)  # tile titles
+    fig.update_annotations(font_size=TILE_TITLE_FONT)
+    leave_room_for_tile_titles(fig, TILE_TITLE_FONT)
     fig.update_xaxes(showticklabels=False, showgrid=False)
     fig.update_yaxes(showticklabels=False, showgrid=False, autorange="reversed")
+    for i in range(count):  # square tiles: each y axis keeps the scale of its own x axis
+        suffix = "" if i == 0 else str(i + 1)
+        fig.layout[f"yaxis{suffix}"].update(scaleanchor=f"x{suffix}", constrain="domain")
+        fig.layout[f"xaxis{suffix}"].update(constrain="domain")
     return fig
 
 
@@ -300,7 +307,7 @@ def token_heatmap(matrix: np.ndarray, tokens: list[str], title: str, colorbar: s
     labelled = len(tokens) <= MAX_LABELS and len(cols) <= MAX_LABELS
     notes, row_labels, z = [], list(tokens), _f32(matrix)
     if hidden is None:
-        fig = new_figure(title, height=None, square=True)
+        fig = new_figure(title, height=None, aspect=1.0)
     else:
         greyed = (1 - np.asarray(hidden)) < threshold
         z = z.copy()
@@ -309,7 +316,7 @@ def token_heatmap(matrix: np.ndarray, tokens: list[str], title: str, colorbar: s
         notes = [f"⊘ grey rows: under {threshold:.0%} of their attention is on the tokens shown, so they are not "
                  "rescaled", "right: the share of each row hidden"]
         fig = make_subplots(rows=1, cols=2, column_widths=[0.9, 0.1], shared_yaxes=True, horizontal_spacing=0.02)
-        _adopt(fig, new_figure(title, height=None, notes=notes, square=True))
+        _adopt(fig, new_figure(title, height=None, notes=notes, aspect=1.0))
         fig.add_trace(go.Heatmap(z=np.where(greyed[:, None], 1.0, np.nan) * np.ones((1, len(cols))), x=cols_idx,
                                  y=rows_idx, colorscale=[[0, MISSING], [1, MISSING]], showscale=False,
                                  hoverinfo="skip", name="greyed"), row=1, col=1)

@@ -33,12 +33,16 @@ MISSING = "#d0d0d0"
 FONT, PRESENT_FONT = 15, 22
 #: A title is wrapped after about this many characters (fewer for a projector's larger font).
 TITLE_CHARS, PRESENT_TITLE_CHARS = 64, 44
+#: Pixels between a figure's subtitle and its plot area.
+TITLE_GAP = 24
+#: Font size of the tiles' titles in small multiples, and of every annotation in presentation mode.
+TILE_TITLE_FONT, PRESENT_ANNOTATION_FONT = 13, 20
 #: Most token labels on one axis of a heatmap (every k-th beyond; hover names every token). The
 #: smallest heatmap the app draws is about 520 pixels a side, and a label needs about 1.4 times its
 #: font size.
 TICK_LABELS, PRESENT_TICK_LABELS = 24, 16
 
-_MARGIN = dict(l=70, r=30, t=70, b=60)
+_MARGIN = dict(l=70, r=30, t=30, b=60)
 
 
 def wrap(text: str, width: int) -> str:
@@ -63,7 +67,8 @@ def wrap(text: str, width: int) -> str:
     return "<br>".join(lines)
 
 
-def new_figure(title: str, height: int | None = 560, notes: Sequence[str] = (), square: bool = False) -> go.Figure:
+def new_figure(title: str, height: int | None = 560, notes: Sequence[str] = (), aspect: float | None = None
+               ) -> go.Figure:
     """An empty figure in posviz's look, its title wrapped and its notes as a subtitle.
 
     Parameters
@@ -71,42 +76,60 @@ def new_figure(title: str, height: int | None = 560, notes: Sequence[str] = (), 
     title : str
         The figure's title (kept in ``layout.meta["title"]`` for :func:`for_presentation`).
     height : int or None
-        Pixels; None for a figure whose container decides (square heatmaps, slides).
+        Pixels; None for a figure whose width decides its height (``aspect``).
     notes : sequence of str
         What the reader must know to read it right ("colours clipped to the 1st–99th
         percentile"), joined as the subtitle.
-    square : bool
-        A heatmap whose cells must stay square: its height follows its width in the app
-        (``layout.meta["square"]``, read by the app's layout and by exports).
+    aspect : float or None
+        Width ÷ height of a figure whose height follows its width in the app (a heatmap with square
+        cells: 1; small multiples: their columns ÷ rows), kept in ``layout.meta["aspect"]`` for the
+        app's layout and for exports (:func:`aspect_of`).
     """
     fig = go.Figure()
     fig.update_layout(template="plotly_white", font=dict(size=FONT), margin=_MARGIN, colorway=QUALITATIVE,
-                      height=height, meta={"title": title, "square": square})
+                      height=height, meta={"title": title, "aspect": aspect})
+    # above the plot area, the top margin growing to hold it (a title inside the figure however
+    # many lines it wraps to)
+    fig.update_layout(title=dict(x=0, xanchor="left", automargin=True, yref="paper", y=1, yanchor="bottom",
+                                 pad=dict(b=TITLE_GAP)))
     _set_title(fig, TITLE_CHARS)
     set_subtitle(fig, " · ".join(notes))
     return fig
 
 
 def _set_title(fig: go.Figure, width: int) -> None:
-    fig.update_layout(title=dict(text=wrap(fig.layout.meta["title"], width), x=0, xanchor="left", automargin=True,
-                                 yref="container", y=0.98, yanchor="top"))
+    fig.update_layout(title_text=wrap(fig.layout.meta["title"], width))
+
+
+def leave_room_for_tile_titles(fig: go.Figure, font_size: int) -> None:
+    """Raise the title of small multiples (in place) above their tiles' titles of ``font_size``
+    pixels, which plotly draws just over the plot area."""
+    fig.update_layout(title_pad_b=TITLE_GAP + round(1.6 * font_size), meta={**fig.layout.meta, "tiles": True})
 
 
 def set_subtitle(fig: go.Figure, text: str) -> None:
-    """Set the figure's subtitle (its notes; the model it shows goes first, see :func:`name_model`)."""
-    fig.update_layout(title_subtitle_text=text or None)
+    """Set the figure's subtitle (its notes; the model it shows goes first, see :func:`name_model`),
+    wrapped as the title is (kept in ``layout.meta["subtitle"]`` for :func:`for_presentation`)."""
+    fig.update_layout(title_subtitle_text=wrap(text, round(TITLE_CHARS * 1.3)) if text else None,
+                      meta={**(fig.layout.meta or {}), "subtitle": text})
 
 
 def name_model(fig: go.Figure, name: str) -> go.Figure:
-    """The figure with the model it shows named first in its subtitle (in place); returns it."""
-    notes = fig.layout.title.subtitle.text
-    set_subtitle(fig, name + (f" · {notes}" if notes else ""))
+    """The figure with the model it shows named first in its subtitle (in place), once; returns it.
+    A figure already named (``layout.meta["named"]``: a comparison names each side itself) is left
+    as it is."""
+    meta = fig.layout.meta or {}
+    if not meta.get("named"):
+        notes = meta.get("subtitle")
+        set_subtitle(fig, name + (f" · {notes}" if notes else ""))
+        fig.update_layout(meta={**fig.layout.meta, "named": True})
     return fig
 
 
-def is_square(fig: go.Figure) -> bool:
-    """Whether the figure is a heatmap whose height follows its width (:func:`new_figure`)."""
-    return bool((fig.layout.meta or {}).get("square"))
+def aspect_of(fig: go.Figure) -> float | None:
+    """Width ÷ height of a figure whose height follows its width (:func:`new_figure`), or None."""
+    meta = fig.layout.meta
+    return meta.get("aspect") if isinstance(meta, dict) else None
 
 
 def token_ticks(fig: go.Figure, axis: str, labels: Sequence[str], most: int = TICK_LABELS) -> None:
@@ -170,10 +193,14 @@ def for_presentation(fig: go.Figure) -> go.Figure:
                       title_subtitle_font_size=18)
     fig.update_traces(line_width=4, selector=dict(type="scatter"))
     fig.update_traces(marker_size=10, selector=dict(type="scatter", mode="markers"))
-    fig.update_annotations(font_size=20)
+    fig.update_annotations(font_size=PRESENT_ANNOTATION_FONT)
     meta = fig.layout.meta or {}
+    if meta.get("tiles"):
+        leave_room_for_tile_titles(fig, PRESENT_ANNOTATION_FONT)
     if "title" in meta:
         _set_title(fig, PRESENT_TITLE_CHARS)
+    if meta.get("subtitle"):
+        fig.update_layout(title_subtitle_text=wrap(meta["subtitle"], round(PRESENT_TITLE_CHARS * 1.4)))
     for axis in ("x", "y"):
         if f"{axis}_tokens" in meta:
             token_ticks(fig, axis, meta[f"{axis}_tokens"], PRESENT_TICK_LABELS)
