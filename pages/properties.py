@@ -119,11 +119,11 @@ st.markdown(
     "is averaged over the words.")
 require_weights(lm, "of one repeated word through the first layer")
 longest = min(max_identical_length(lm), MAX_IDENTICAL_LENGTH)
-c1, c2, c3 = st.columns([2, 2, 1])
+c1, c2 = st.columns(2)
 clip_state("length", 3, longest)
 length = c1.slider("Word tokens per input (L)", 3, longest, min(LENGTH, longest), **url("length"))
 words = c2.slider("Words averaged over", 1, 64, WORDS, **url("words"), help="One forward pass per word (in batches).")
-keep_special = c3.toggle("Keep special tokens", **url("keep_special"), wrap=True,
+keep_special = st.toggle("Keep special tokens", **url("keep_special"),
                          help="Off: [CLS], [SEP], BOS … dropped as queries and keys, each row renormalised to 1.")
 try:
     with st.spinner("Running the model on identical-word inputs …"):

@@ -14,7 +14,9 @@ from posviz.views.view import View
 
 _HELP = {"SVG": "Vector image for slides and papers (rendered on the server: a few seconds).",
          "HTML (offline)": "The interactive chart as one file with plotly.js inside: opens without a network.",
-         "CSV": "The figure's matrix, one row per line.", "NPZ": "Every array of the figure, for numpy.load."}
+         "CSV": "The figure's numbers as a table: a header row, then one line per row with its position or token "
+                "first.",
+         "NPZ": "Every array of the figure, for numpy.load."}
 
 
 def show(view: View, *, model: str = "") -> None:
@@ -74,8 +76,7 @@ def _download_row(view: View, *, model: str = "") -> None:
     if arrays:
         if export.has_table(arrays):
             buttons.append(("CSV", f"{name}.csv", "text/csv", lambda: export.csv_table(arrays), None,
-                            "The figure's numbers as a table: a header row, then one line per row with its "
-                            "position or token first."))
+                            _HELP["CSV"]))
         buttons.append(("NPZ", f"{name}.npz", "application/octet-stream", lambda: export.npz_bytes(arrays), None,
                         _HELP["NPZ"]))
     row = st.container(horizontal=True, gap="small")

@@ -28,6 +28,9 @@ _BASE = """
 .stMainBlockContainer { container-type: inline-size; container-name: posviz-main; }
 [data-testid="stLayoutWrapper"]:has(> [class*="st-key-posviz-aspect"]) { max-height: 88vh; min-height: 380px; }
 .katex-display { overflow-x: auto; overflow-y: hidden; padding-bottom: 2px; }
+[data-testid="stMetricLabel"] .stMarkdownEllipsis, [data-testid="stMetricLabel"] .stMarkdownEllipsis p,
+[data-testid="stPageLink"] p { white-space: normal; overflow: visible; text-overflow: clip; }
+[data-testid="stMetricLabel"] { height: auto; }
 @container posviz-main (max-width: {stack}px) {
   [class*="st-key-posviz-pair"] > [data-testid="stLayoutWrapper"] > [data-testid="stHorizontalBlock"] {
     flex-direction: column; }

@@ -13,14 +13,16 @@ the run into the slot :func:`begin` made at the top of the page.
 from __future__ import annotations
 
 import html
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 import streamlit as st
 
 from posviz import export, settings
+from posviz.app import layout
 from posviz.app.lectures import Lecture, LectureError, read
 from posviz.app.urls import PARAMS
-from posviz.views.style import for_presentation, name_model
+from posviz.views.style import aspect_of, for_slide, name_model
 from posviz.views.view import View
 
 #: The query parameters of slide mode (not bound to widgets).
@@ -40,6 +42,9 @@ CSS = """<style>
 .st-key-posviz-slide-charts [data-testid="stColumn"] > [data-testid="stVerticalBlock"] { height: 100%; }
 .st-key-posviz-slide-charts [data-testid="stElementContainer"]:has([data-testid="stPlotlyChart"]) {
   flex: 1 1 auto; min-height: 0; }
+.st-key-posviz-slide-charts [data-testid="stLayoutWrapper"]:has(> [class*="st-key-posviz-aspect"]) {
+  max-height: 100%; min-height: 0; max-width: 100%; }
+.st-key-posviz-slide-charts [class*="st-key-posviz-aspect"] { height: 100%; }
 .st-key-posviz-key-pageup, .st-key-posviz-key-pagedown { display: none; }
 </style>"""
 
@@ -203,10 +208,10 @@ def draw(run: SlideRun, model: str, full_name: str, failure: str = "") -> None:
         with st.container(key="posviz-slide-charts"):
             places = st.columns(len(chosen)) if len(chosen) > 1 else [st]
             for place, view in zip(places, chosen):
-                fig = for_presentation(name_model(view.figure, model))
-                fig.update_layout(height=None)
-                place.plotly_chart(fig, theme=None, height="stretch",
-                                   config=export.plotly_config(export.file_stem(model, view.stem)))
+                fig = for_slide(name_model(view.figure, model), len(chosen))
+                with place, (layout.proportional(aspect_of(fig)) if aspect_of(fig) else nullcontext()):
+                    st.plotly_chart(fig, theme=None, height="stretch",
+                                    config=export.plotly_config(export.file_stem(model, view.stem)))
         caption = (slide.caption if slide is not None and slide.caption else
                    " ".join(view.caption for view in chosen if view.caption))
         st.caption(caption + (" · " if caption else "") + f"Model: {full_name}.")

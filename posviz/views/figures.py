@@ -15,7 +15,7 @@ from plotly.subplots import make_subplots
 from posviz.analysis.similarity import block_mean
 from posviz.views.limits import MAX_CELLS, MAX_LABELS, MAX_TILE_CELLS
 from posviz.views.style import (
-    DIVERGING, MISSING, QUALITATIVE, REFERENCE, SEQUENTIAL, TILE_TITLE_FONT, leave_room_for_tile_titles,
+    DIVERGING, MISSING, QUALITATIVE, REFERENCE, SEQUENTIAL, colour_bar, leave_room_for_tile_titles,
     line_colours, log_ticks, new_figure, token_ticks,
 )
 
@@ -32,6 +32,12 @@ def clip_limits(values: np.ndarray, percentile: float = 99.0) -> tuple[float, fl
     """
     low, high = np.nanpercentile(values, [100 - percentile, percentile])
     return float(low), float(high)
+
+
+#: Width ÷ height of a square heatmap's figure: its colour bar and row labels take more width than
+#: its title and column labels take height, so a figure this much wider than high leaves the plot
+#: area limited by its height, as high as its colour bar (the plot shrinks toward the bar).
+HEATMAP_ASPECT = 1.1
 
 
 def _square(fig: go.Figure, col: int | None = None) -> None:
@@ -72,10 +78,10 @@ def position_heatmap(matrix: np.ndarray, first: int, title: str, colorbar: str, 
     axis = first + step * block * np.arange(matrix.shape[0])
     notes = ([f"means of {block}×{block} blocks"] if block > 1 else []) + (
         ["colours clipped to the 1st–99th percentile"] if clip and not limits else [])
-    fig = new_figure(title, height=None, notes=notes, aspect=1.0)
+    fig = new_figure(title, height=None, notes=notes, aspect=HEATMAP_ASPECT)
     fig.add_trace(go.Heatmap(
         z=_f32(matrix), x=axis, y=axis, zmin=zmin, zmax=zmax, colorscale=SEQUENTIAL,
-        colorbar=dict(title=colorbar),
+        colorbar=colour_bar(colorbar),
         hovertemplate=f"{names[0]} %{{y}} · {names[1]} %{{x}}<br>%{{z:.5g}}<extra></extra>",
     ))
     fig.update_xaxes(title=names[1])
@@ -122,7 +128,7 @@ def vector_heatmap(matrix: np.ndarray, title: str, row_title: str, row_labels=No
                      notes=notes + ["colours clipped to the 99.5th percentile of |value|"])
     fig.add_trace(go.Heatmap(
         z=_f32(matrix), y=rows if row_labels else first + step * rows, colorscale=DIVERGING, zmid=0,
-        zmin=-limit, zmax=limit, colorbar=dict(title="value"),
+        zmin=-limit, zmax=limit, colorbar=colour_bar("value"),
         hovertemplate=f"{row_title} %{{y}} · dimension %{{x}}<br>%{{z:.5g}}<extra></extra>",
     ))
     fig.update_xaxes(title="dimension")
@@ -252,8 +258,6 @@ def small_multiples(matrices: np.ndarray, titles: list[str], title: str, zmin: f
                            aspect=round(columns / rows * 0.8, 3)))
     fig.update_layout(coloraxis=dict(colorscale=SEQUENTIAL, cmin=float(finite.min()) if zmin is None else zmin,
                                      cmax=float(finite.max()) if zmax is None else zmax))
-    fig.update_annotations(font_size=TILE_TITLE_FONT)
-    leave_room_for_tile_titles(fig, TILE_TITLE_FONT)
     fig.update_xaxes(showticklabels=False, showgrid=False)
     fig.update_yaxes(showticklabels=False, showgrid=False, autorange="reversed")
     for i in range(count):  # square tiles: each y axis keeps the scale of its own x axis
@@ -265,8 +269,11 @@ def small_multiples(matrices: np.ndarray, titles: list[str], title: str, zmin: f
 
 def _adopt(fig: go.Figure, styled: go.Figure) -> None:
     """Give a figure made by ``make_subplots`` the layout of a :func:`~posviz.views.style.new_figure`
-    (title, subtitle, fonts, meta), keeping its subplot axes and annotations."""
+    (title, subtitle, fonts, meta), keeping its subplot axes and annotations; its title above the
+    subplots' titles."""
     fig.update_layout(styled.layout.to_plotly_json())
+    if fig.layout.annotations:
+        leave_room_for_tile_titles(fig)
 
 
 def heads_grid(patterns: np.ndarray, title: str, zmax: float | None = None) -> go.Figure:
@@ -307,7 +314,7 @@ def token_heatmap(matrix: np.ndarray, tokens: list[str], title: str, colorbar: s
     labelled = len(tokens) <= MAX_LABELS and len(cols) <= MAX_LABELS
     notes, row_labels, z = [], list(tokens), _f32(matrix)
     if hidden is None:
-        fig = new_figure(title, height=None, aspect=1.0)
+        fig = new_figure(title, height=None, aspect=HEATMAP_ASPECT)
     else:
         greyed = (1 - np.asarray(hidden)) < threshold
         z = z.copy()
@@ -316,7 +323,7 @@ def token_heatmap(matrix: np.ndarray, tokens: list[str], title: str, colorbar: s
         notes = [f"⊘ grey rows: under {threshold:.0%} of their attention is on the tokens shown, so they are not "
                  "rescaled", "right: the share of each row hidden"]
         fig = make_subplots(rows=1, cols=2, column_widths=[0.9, 0.1], shared_yaxes=True, horizontal_spacing=0.02)
-        _adopt(fig, new_figure(title, height=None, notes=notes, aspect=1.0))
+        _adopt(fig, new_figure(title, height=None, notes=notes, aspect=HEATMAP_ASPECT + 0.1))
         fig.add_trace(go.Heatmap(z=np.where(greyed[:, None], 1.0, np.nan) * np.ones((1, len(cols))), x=cols_idx,
                                  y=rows_idx, colorscale=[[0, MISSING], [1, MISSING]], showscale=False,
                                  hoverinfo="skip", name="greyed"), row=1, col=1)
@@ -330,7 +337,7 @@ def token_heatmap(matrix: np.ndarray, tokens: list[str], title: str, colorbar: s
     main = dict(row=1, col=1) if hidden is not None else {}
     fig.add_trace(go.Heatmap(
         z=z, x=cols_idx, y=rows_idx, zmin=zmin, zmax=zmax, colorscale=SEQUENTIAL, name=colorbar,
-        colorbar=dict(title=colorbar),
+        colorbar=colour_bar(colorbar),
         customdata=np.array([[(a, b) for b in cols] for a in tokens], dtype=object) if labelled else None,
         hovertemplate=(f"{row_title} %{{y}} %{{customdata[0]}} · {col_title} %{{x}} %{{customdata[1]}}" if labelled
                        else f"{row_title} %{{y}} · {col_title} %{{x}}") + "<br>%{z:.4f}<extra></extra>",
@@ -444,7 +451,7 @@ def vector_heatmaps(panels: dict[str, np.ndarray], title: str, row_labels: list[
                            notes=["one colour scale, clipped to the 99.5th percentile of |value|"]))
     if len(row_labels) <= MAX_LABELS:
         token_ticks(fig, "y", row_labels)
-    fig.update_layout(coloraxis=dict(colorscale=DIVERGING, cmin=-limit, cmax=limit, colorbar=dict(title="value")))
+    fig.update_layout(coloraxis=dict(colorscale=DIVERGING, cmin=-limit, cmax=limit, colorbar=colour_bar("value")))
     return fig
 
 

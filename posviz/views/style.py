@@ -11,6 +11,7 @@ samples where a chart has more lines than eight.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
@@ -31,16 +32,17 @@ MISSING = "#d0d0d0"
 
 #: Font sizes (pixels) of figures as shown, and in presentation mode.
 FONT, PRESENT_FONT = 15, 22
-#: A title is wrapped after about this many characters (fewer for a projector's larger font).
-TITLE_CHARS, PRESENT_TITLE_CHARS = 64, 44
+#: A title is wrapped after about this many characters (fewer for a projector's larger font): a
+#: chart is at least about 560 pixels wide at 1024 × 768, 520 in presentation mode.
+TITLE_CHARS, PRESENT_TITLE_CHARS = 54, 38
 #: Pixels between a figure's subtitle and its plot area.
-TITLE_GAP = 24
-#: Font size of the tiles' titles in small multiples, and of every annotation in presentation mode.
+TITLE_GAP = 8
+#: Font size of the titles of subplots (tiles of small multiples, panels side by side), and of every annotation in presentation mode.
 TILE_TITLE_FONT, PRESENT_ANNOTATION_FONT = 13, 20
-#: Most token labels on one axis of a heatmap (every k-th beyond; hover names every token). The
-#: smallest heatmap the app draws is about 520 pixels a side, and a label needs about 1.4 times its
-#: font size.
-TICK_LABELS, PRESENT_TICK_LABELS = 24, 16
+#: Most token labels on one axis of a heatmap (every k-th beyond; hover names every token). A label
+#: needs about 1.4 times its font size; the smallest heatmap the app draws is about 520 pixels a
+#: side, and about 380 in presentation mode and on a slide at 1024 × 768.
+TICK_LABELS, PRESENT_TICK_LABELS = 24, 12
 
 _MARGIN = dict(l=70, r=30, t=30, b=60)
 
@@ -87,31 +89,73 @@ def new_figure(title: str, height: int | None = 560, notes: Sequence[str] = (), 
     """
     fig = go.Figure()
     fig.update_layout(template="plotly_white", font=dict(size=FONT), margin=_MARGIN, colorway=QUALITATIVE,
-                      height=height, meta={"title": title, "aspect": aspect})
-    # above the plot area, the top margin growing to hold it (a title inside the figure however
-    # many lines it wraps to)
-    fig.update_layout(title=dict(x=0, xanchor="left", automargin=True, yref="paper", y=1, yanchor="bottom",
-                                 pad=dict(b=TITLE_GAP)))
-    _set_title(fig, TITLE_CHARS)
-    set_subtitle(fig, " · ".join(notes))
+                      height=height, meta={"title": title, "subtitle": " · ".join(notes), "aspect": aspect,
+                                           "look": "screen"})
+    _place_title(fig)
     return fig
 
 
-def _set_title(fig: go.Figure, width: int) -> None:
-    fig.update_layout(title_text=wrap(fig.layout.meta["title"], width))
+@dataclass(frozen=True)
+class _Look:
+    """Font sizes (pixels) and wrapping widths (characters) of a figure's title, subtitle and the
+    titles of its subplots, for one way of showing it."""
+
+    title_font: int
+    title_chars: int
+    subtitle_font: int
+    subtitle_chars: int
+    tile_font: int
 
 
-def leave_room_for_tile_titles(fig: go.Figure, font_size: int) -> None:
-    """Raise the title of small multiples (in place) above their tiles' titles of ``font_size``
-    pixels, which plotly draws just over the plot area."""
-    fig.update_layout(title_pad_b=TITLE_GAP + round(1.6 * font_size), meta={**fig.layout.meta, "tiles": True})
+#: On a screen, on a projector (:func:`for_presentation`), and on a slide (:func:`for_slide`: the
+#: slide's heading names the view, so the figure's title and subtitle become one line of the
+#: subtitle's size, wrapped for a full-width slide; a slide of ``k`` views side by side wraps at
+#: 1 / ``k`` of that).
+LOOKS = {"screen": _Look(18, TITLE_CHARS, 14, round(TITLE_CHARS * 1.3), TILE_TITLE_FONT),
+         "projector": _Look(26, PRESENT_TITLE_CHARS, 18, round(PRESENT_TITLE_CHARS * 1.4), PRESENT_ANNOTATION_FONT),
+         "slide": _Look(20, 90, 18, 90, PRESENT_ANNOTATION_FONT)}
+
+
+def _place_title(fig: go.Figure) -> None:
+    """Set the title and subtitle kept in ``layout.meta`` in the figure's look, above the plot area
+    (``pad`` leaves room for the subtitle's lines, which plotly draws under the title, and for the
+    titles of subplots), the top margin growing to hold them however many lines they wrap to."""
+    meta = fig.layout.meta
+    look = LOOKS[meta.get("look", "screen")]
+    title, subtitle = meta.get("title", fig.layout.title.text or ""), meta.get("subtitle") or ""
+    chars = look.title_chars // meta.get("columns", 1)
+    if meta.get("look") == "slide":
+        title, subtitle = " · ".join(t for t in (title, subtitle) if t), ""
+        font = look.subtitle_font
+    else:
+        font = look.title_font
+    subtitle = wrap(subtitle, look.subtitle_chars) if subtitle else ""
+    lines = subtitle.count("<br>") + 1 if subtitle else 0
+    pad = TITLE_GAP + round(lines * look.subtitle_font * 1.3) + (round(1.6 * look.tile_font) if meta.get("tiles") else 0)
+    fig.update_layout(title=dict(text=wrap(title, chars), x=0, xanchor="left", automargin=True, yref="paper", y=1,
+                                 yanchor="bottom", pad=dict(b=pad), font_size=font,
+                                 subtitle=dict(text=subtitle or None, font_size=look.subtitle_font)))
+    if meta.get("tiles"):
+        fig.update_annotations(font_size=look.tile_font)
+
+
+def _remember(fig: go.Figure, **meta) -> go.Figure:
+    """Keep ``meta`` in ``layout.meta`` and set the title again; returns the figure."""
+    fig.update_layout(meta={**(fig.layout.meta or {}), **meta})
+    _place_title(fig)
+    return fig
+
+
+def leave_room_for_tile_titles(fig: go.Figure) -> None:
+    """Set the titles of a figure's subplots (tiles of small multiples, panels side by side), which
+    plotly draws just over the plot area, in the figure's look, and its title above them (in place)."""
+    _remember(fig, tiles=True)
 
 
 def set_subtitle(fig: go.Figure, text: str) -> None:
     """Set the figure's subtitle (its notes; the model it shows goes first, see :func:`name_model`),
     wrapped as the title is (kept in ``layout.meta["subtitle"]`` for :func:`for_presentation`)."""
-    fig.update_layout(title_subtitle_text=wrap(text, round(TITLE_CHARS * 1.3)) if text else None,
-                      meta={**(fig.layout.meta or {}), "subtitle": text})
+    _remember(fig, subtitle=text)
 
 
 def name_model(fig: go.Figure, name: str) -> go.Figure:
@@ -121,9 +165,14 @@ def name_model(fig: go.Figure, name: str) -> go.Figure:
     meta = fig.layout.meta or {}
     if not meta.get("named"):
         notes = meta.get("subtitle")
-        set_subtitle(fig, name + (f" · {notes}" if notes else ""))
-        fig.update_layout(meta={**fig.layout.meta, "named": True})
+        _remember(fig, subtitle=name + (f" · {notes}" if notes else ""), named=True)
     return fig
+
+
+def colour_bar(title: str) -> dict:
+    """A heatmap's colour bar titled ``title`` along its right side, so that the bar is as high
+    as the plot area (a title on top would shorten it)."""
+    return dict(title=dict(text=title, side="right"))
 
 
 def aspect_of(fig: go.Figure) -> float | None:
@@ -135,7 +184,8 @@ def aspect_of(fig: go.Figure) -> float | None:
 def token_ticks(fig: go.Figure, axis: str, labels: Sequence[str], most: int = TICK_LABELS) -> None:
     """Label a numeric token axis with its tokens, every k-th where there are more than ``most``,
     so that no two labels overlap; x labels stand upright (rotated 90°). Hover still names every
-    token. The labels are kept in ``layout.meta`` for :func:`for_presentation`.
+    token. The labels are kept in ``layout.meta`` for :func:`for_presentation`. Of a figure with
+    subplots, the first subplot's axis (``xaxis`` or ``yaxis``; shared axes show its labels).
 
     Parameters
     ----------
@@ -146,9 +196,8 @@ def token_ticks(fig: go.Figure, axis: str, labels: Sequence[str], most: int = TI
     labels = list(labels)
     step = max(1, math.ceil(len(labels) / most))
     ticks = np.arange(0, len(labels), step)
-    update = fig.update_xaxes if axis == "x" else fig.update_yaxes
-    update(tickmode="array", tickvals=ticks, ticktext=[labels[i] for i in ticks],
-           **({"tickangle": -90} if axis == "x" else {}))
+    fig.layout[f"{axis}axis"].update(tickmode="array", tickvals=ticks, ticktext=[labels[i] for i in ticks],
+                                     **({"tickangle": -90} if axis == "x" else {}))
     fig.update_layout(meta={**fig.layout.meta, f"{axis}_tokens": labels})
 
 
@@ -189,21 +238,33 @@ def for_presentation(fig: go.Figure) -> go.Figure:
 
     Colour scales stay the colour-blind-safe ones of this module.
     """
-    fig.update_layout(font=dict(size=PRESENT_FONT, color="black"), title_font_size=26, legend_font_size=20,
-                      title_subtitle_font_size=18)
+    fig.update_layout(font=dict(size=PRESENT_FONT, color="black"), legend_font_size=20)
     fig.update_traces(line_width=4, selector=dict(type="scatter"))
     fig.update_traces(marker_size=10, selector=dict(type="scatter", mode="markers"))
     fig.update_annotations(font_size=PRESENT_ANNOTATION_FONT)
     meta = fig.layout.meta or {}
-    if meta.get("tiles"):
-        leave_room_for_tile_titles(fig, PRESENT_ANNOTATION_FONT)
     if "title" in meta:
-        _set_title(fig, PRESENT_TITLE_CHARS)
-    if meta.get("subtitle"):
-        fig.update_layout(title_subtitle_text=wrap(meta["subtitle"], round(PRESENT_TITLE_CHARS * 1.4)))
+        _remember(fig, look="projector")
     for axis in ("x", "y"):
         if f"{axis}_tokens" in meta:
             token_ticks(fig, axis, meta[f"{axis}_tokens"], PRESENT_TICK_LABELS)
     if fig.layout.height:
         fig.update_layout(height=int(fig.layout.height * 1.25))
+    return fig
+
+
+def for_slide(fig: go.Figure, columns: int = 1) -> go.Figure:
+    """The same figure on a slide, one of ``columns`` side by side, in place: as
+    :func:`for_presentation`, its height left to the slide, and its title and subtitle one smaller
+    line under the slide's heading (a figure whose height follows its width, 1.2 times as wide for
+    its height, :func:`aspect_of`); side by side, its text a little smaller (:data:`FONT` + 3
+    pixels, colour bars thinner), so that the plot area keeps more than half of its column at
+    1024 × 768."""
+    for_presentation(fig)
+    fig.update_layout(height=None, font_size=PRESENT_FONT if columns == 1 else FONT + 3)
+    if columns > 1:
+        fig.update_traces(colorbar_thickness=20, selector=dict(type="heatmap"))
+    meta = fig.layout.meta or {}
+    if "title" in meta:  # one line of title: the same plot area in a wider figure
+        _remember(fig, look="slide", columns=columns, aspect=meta["aspect"] and round(meta["aspect"] * (1.2 if columns == 1 else 1.05), 3))
     return fig
