@@ -267,6 +267,9 @@ def _assert_bundled_kept(at: AppTest) -> None:
     errors = [e.value for e in at.sidebar.error]
     assert len(errors) == 1 and BAD_FOLDER in errors[0], errors
     assert any(posviz.BUNDLED_NAME in c.value for c in at.sidebar.caption), [c.value for c in at.sidebar.caption]
+    # and over the charts, for a room that does not see the sidebar
+    banners = [w.value for w in at.main.warning if w.value.startswith("Showing")]
+    assert banners and banners[0].startswith(f"Showing **{posviz.BUNDLED_NAME}** instead of **{BAD_FOLDER}**: "), banners
 
 
 def test_bad_model_folder_typed_in_sidebar():

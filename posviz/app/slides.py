@@ -61,6 +61,8 @@ class SlideRun:
         0-based slide of the lecture.
     views : tuple of str
         The ids of the views shown; empty: the page's first view.
+    note : str
+        What the slide says about the link where it could not be followed (a step past the end).
     offered : list of View
         The views the page offered, in order (filled by :meth:`offer`).
     """
@@ -68,6 +70,7 @@ class SlideRun:
     lecture: Lecture | None
     step: int
     views: tuple[str, ...]
+    note: str = ""
     offered: list[View] = field(default_factory=list)
     slot: object = None
 
@@ -111,11 +114,14 @@ def from_url() -> SlideRun | None:
         except LectureError as exc:
             st.warning(str(exc), icon=":material/slideshow:")
             return None
+        asked, last = params.get("step", "0"), len(lecture.slides) - 1
         try:
-            step = min(max(int(params.get("step", "0")), 0), len(lecture.slides) - 1)
+            step = min(max(int(asked), 0), last)
         except ValueError:
             step = 0
-        return SlideRun(lecture, step, lecture.slides[step].views)
+        note = "" if asked == str(step) or "step" not in params else (
+            f"The link asks for step {asked}; this lecture's steps are 0 to {last}, so slide {step + 1} is shown.")
+        return SlideRun(lecture, step, lecture.slides[step].views, note or st.session_state.pop("posviz_note", ""))
     if "slide" in params:
         return SlideRun(None, 0, tuple(v for v in params["slide"].split(",") if v))
     return None
@@ -157,6 +163,8 @@ def follow(run: SlideRun | None) -> None:
         if slide.page in param.pages and param.type != "text" and name not in slide.params and name != "present":
             st.session_state.pop(name, None)
     st.session_state["posviz_arrived"] = (lecture.name, step)
+    if run is not None and run.note:  # said on the slide the switch opens
+        st.session_state["posviz_note"] = run.note
     keep = {name: st.query_params[name] for name in ("present",) if name in st.query_params}
     st.switch_page(f"pages/{slide.page}.py",
                    query_params={**slide.params, **keep, "lecture": lecture.name, "step": str(step)})
@@ -202,11 +210,13 @@ def draw(run: SlideRun, model: str, full_name: str, failure: str = "") -> None:
         if failure:
             st.warning(f"Showing **{full_name}**, not the model this slide asks for: {failure}",
                        icon=":material/swap_horiz:")
+        if run.note:
+            st.info(run.note, icon=":material/info:")
         if missing:
             st.info(f"This page has no view {', '.join(missing)} for {model}; showing "
                     f"{', '.join(v.id for v in chosen) or 'nothing'}.", icon=":material/info:")
         with st.container(key="posviz-slide-charts"):
-            places = st.columns(len(chosen)) if len(chosen) > 1 else [st]
+            places = st.columns(len(chosen)) if len(chosen) > 1 else [nullcontext()]
             for place, view in zip(places, chosen):
                 fig = for_slide(name_model(view.figure, model), len(chosen))
                 with place, (layout.proportional(aspect_of(fig)) if aspect_of(fig) else nullcontext()):

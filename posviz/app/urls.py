@@ -163,7 +163,8 @@ def unusable(linked: dict[str, list[str]], state, page: str) -> list[tuple[str, 
     list of (name, given, used)
         For each parameter of the contract that the page reads: its value in the link and the one
         used (``used`` empty where the page had no widget for it, e.g. ``stack`` for a model with
-        one stack). Text parameters are always usable and never listed.
+        one stack). Text parameters are always usable, and slide mode's (no widget) say their own
+        notices: neither is listed.
 
     Examples
     --------
@@ -173,7 +174,7 @@ def unusable(linked: dict[str, list[str]], state, page: str) -> list[tuple[str, 
     found = []
     for name, given in linked.items():
         param = PARAMS.get(name)
-        if param is None or page not in param.pages or param.type == "text":
+        if param is None or page not in param.pages or param.type == "text" or not param.widget:
             continue
         if name not in state:
             found.append((name, ",".join(given), ""))

@@ -204,7 +204,8 @@ def token_ticks(fig: go.Figure, axis: str, labels: Sequence[str], most: int = TI
 def log_ticks(fig: go.Figure, values: Sequence[np.ndarray], axis: str = "y") -> None:
     """A log axis labelled in plain numbers a student reads right: 1, 2, 5 × 10ᵏ within the data's
     range (only the powers of ten where it spans more than three decades), written as decimals
-    ("0.2", "5", "1000"), never as the minor digits "9 8 7 6" plotly writes by default.
+    ("0.2", "5", "1000"; powers of ten beyond 0.0001 and 100 000: :func:`_plain`), never as the
+    minor digits "9 8 7 6" plotly writes by default.
 
     Parameters
     ----------
@@ -221,7 +222,24 @@ def log_ticks(fig: go.Figure, values: Sequence[np.ndarray], axis: str = "y") -> 
     steps = (1,) if high - low > 3 else (1, 2, 5)
     ticks = [m * 10.0 ** e for e in range(low, high + 1) for m in steps]
     ticks = [t for t in ticks if finite.min() / 1.5 <= t <= finite.max() * 1.5] or [10.0 ** low, 10.0 ** high]
-    update(type="log", tickmode="array", tickvals=ticks, ticktext=[f"{t:.6g}" for t in ticks])
+    update(type="log", tickmode="array", tickvals=ticks, ticktext=[_plain(t) for t in ticks])
+
+
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def _plain(tick: float) -> str:
+    """A tick of :func:`log_ticks` as a student reads it: a decimal from 0.0001 to 100 000
+    ("0.002", "5", "1000"), a power of ten beyond ("10⁻⁶", "2×10⁻⁵"), never "1e-05".
+
+    >>> [_plain(t) for t in (0.0002, 0.5, 20.0, 1e5, 1e-5, 2e-6, 5e7)]
+    ['0.0002', '0.5', '20', '100000', '10⁻⁵', '2×10⁻⁶', '5×10⁷']
+    """
+    if 1e-4 <= tick <= 1e5:
+        return f"{tick:.10f}".rstrip("0").rstrip(".")
+    mantissa, exponent = f"{tick:.0e}".split("e")
+    power = "10" + str(int(exponent)).translate(_SUPERSCRIPT)
+    return power if mantissa == "1" else f"{mantissa}×{power}"
 
 
 def line_colours(count: int) -> list[str]:

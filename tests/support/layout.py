@@ -9,6 +9,7 @@ problem found on the page as drawn (an empty list for a page that holds):
 - a small heatmap: a heatmap's plot area (all its tiles together, for small multiples) narrower
   than half its column; in slide mode (``slide``: true) one as high as half the screen passes too;
 - a colour bar shorter or taller than its heatmap by more than a tenth;
+- an error box or a traceback;
 - overlapping tick labels: two tick labels of one axis of a heatmap whose boxes overlap by more
   than a pixel each way.
 """
@@ -19,6 +20,8 @@ LAYOUT_PROBLEMS = r"""
   const main = document.querySelector('[data-testid="stMain"]');
   const visible = e => e.offsetParent !== null || e.getClientRects().length > 0;
   const name = e => (e.innerText || e.textContent || '').trim().replace(/\s+/g, ' ').slice(0, 60);
+  for (const e of main.querySelectorAll('[data-testid="stException"], [data-testid="stAlertContentError"]'))
+    problems.push(`error box: "${name(e)}"`);
   const TEXT = ['[data-testid="stWidgetLabel"]', '[data-testid="stMetricValue"]', '[data-testid="stMetricLabel"]',
                 '[data-testid="stMetricDelta"]', '[data-testid="stCaptionContainer"]', 'h1', 'h2', 'h3',
                 '[data-testid="stMarkdownContainer"]', '.katex-display', '[data-testid="stPageLink"]',
