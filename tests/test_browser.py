@@ -16,18 +16,16 @@ from __future__ import annotations
 import re
 import time
 import urllib.parse
-from pathlib import Path
 
 import pytest
 
-from tests.support.browser import CHROMIUM_ARGS, ROOT, chromium, log_tail, running_app
+from tests.support.browser import browser  # noqa: F401  the module's Chromium (a fixture)
+from tests.support.browser import (CHART, IDLE, ROOT, assert_no_errors, full_screenshot, log_tail, new_page,
+                                   open_page, running_app)
 
 pytestmark = pytest.mark.browser
 
-SHOTS = ROOT / "artifacts" / "screenshots"
 LOG = ROOT / "artifacts" / "streamlit-browser-test.log"
-
-PAGE_TIMEOUT_MS = 90_000  # a cold UMAP on the Projection page takes a while on 2 CPU cores
 
 
 # name -> (url path, heading the page must show)
@@ -40,11 +38,6 @@ PAGES = {
     "compare": ("/compare", "Compare"),
 }
 
-CHART = '[data-testid="stPlotlyChart"] .js-plotly-plot .main-svg'
-IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
-EXCEPTION = '[data-testid="stException"]'
-ERROR_BOX = '[data-testid="stAlertContentError"]'
-
 
 @pytest.fixture(scope="module")
 def app_url():
@@ -53,73 +46,10 @@ def app_url():
         yield base
 
 
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=chromium(), headless=True, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
-
-
 @pytest.fixture
 def page(browser):
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
-    p = context.new_page()
-    p.set_default_timeout(PAGE_TIMEOUT_MS)
-    p.js_errors = []  # uncaught exceptions in the page's JavaScript
-    p.on("pageerror", lambda exc: p.js_errors.append(str(exc)))
-    yield p
-    context.close()
-
-
-def _log_tail() -> str:
-    return log_tail(LOG)
-
-
-def open_page(page, url: str, name: str) -> None:
-    """Go to ``url``; wait until a chart is drawn (or an error shows) and the script has finished."""
-    page.goto(url)
-    drawn_or_failed = page.locator(CHART).or_(page.locator(EXCEPTION)).or_(page.locator(ERROR_BOX))
-    try:
-        drawn_or_failed.first.wait_for(state="visible")
-        page.locator(IDLE).wait_for(state="attached")
-    except Exception as exc:
-        shot = full_screenshot(page, f"failed-{name}")
-        raise AssertionError(f"{url}: no chart drawn / script still running ({exc}); "
-                             f"see {shot}\nstreamlit log:\n{_log_tail()}") from exc
-    page.wait_for_timeout(500)  # let Plotly finish drawing before any check or screenshot
-    assert_no_errors(page, url, name)
-
-
-def assert_no_errors(page, url: str, name: str) -> None:
-    problems = []
-    for what, selector in (("Streamlit exception", EXCEPTION), ("error box", ERROR_BOX)):
-        found = page.locator(selector)
-        if found.count():
-            problems.append(f"{what} on the page:\n{found.first.inner_text()}")
-    if page.js_errors:
-        problems.append(f"JavaScript errors: {page.js_errors}")
-    if problems:
-        shot = full_screenshot(page, f"failed-{name}")
-        raise AssertionError(f"{url}: " + "\n".join(problems) + f"\nsee {shot}\nstreamlit log:\n{_log_tail()}")
-
-
-def full_screenshot(page, name: str) -> Path:
-    """Screenshot of the whole page. Streamlit scrolls inside its main container rather than the
-    document, so the viewport is grown to the content's height first, then restored."""
-    size = page.viewport_size
-    height = page.evaluate(
-        """() => Math.max(...['[data-testid="stMain"]', '[data-testid="stAppViewContainer"]']
-                .map(s => document.querySelector(s)).filter(Boolean).map(e => e.scrollHeight))""")
-    page.set_viewport_size({"width": size["width"], "height": max(size["height"], min(int(height), 12_000))})
-    page.wait_for_timeout(1_000)  # Plotly redraws on resize
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    path = SHOTS / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)
-    page.set_viewport_size(size)
-    return path
+    with new_page(browser) as p:
+        yield p
 
 
 def widget_value(page, label: str) -> str:
@@ -136,7 +66,7 @@ def test_page_renders(app_url, page, name):
     path, heading = PAGES[name]
     url = app_url + path
     start = time.perf_counter()
-    open_page(page, url, name)
+    open_page(page, url, name, LOG)
     elapsed = time.perf_counter() - start
     title = page.locator('[data-testid="stMain"] h1').first
     assert title.inner_text().strip() == heading
@@ -148,7 +78,7 @@ def test_page_renders(app_url, page, name):
 
 def test_query_params_restore_widgets(app_url, page):
     url = app_url + "/attention?layer=3&head=5&text=Hello+world"
-    open_page(page, url, "query-params")
+    open_page(page, url, "query-params", LOG)
     assert widget_value(page, "Layer") == "3"
     assert widget_value(page, "Head") == "5"
     assert widget_value(page, "Sentence (segment A)") == "Hello world"
@@ -158,14 +88,14 @@ def test_similarity_rotary_model(app_url, page, tiny_path):
     """The similarity page of a rotary model: the kernel K(m, n), its three charts and the formula."""
     folder = str(tiny_path("llama"))
     url = f"{app_url}/similarity?model={urllib.parse.quote(folder, safe='')}"
-    open_page(page, url, "similarity-rotary")
+    open_page(page, url, "similarity-rotary", LOG)
     charts = page.locator('[data-testid="stPlotlyChart"]')
     try:  # heatmap, row profile, kernel by offset
         page.wait_for_function(f"document.querySelectorAll('{CHART}').length >= 3")
     except Exception as exc:
         shot = full_screenshot(page, "failed-similarity-rotary")
-        raise AssertionError(f"{url}: {charts.count()} charts, not 3; see {shot}\n{_log_tail()}") from exc
-    assert_no_errors(page, url, "similarity-rotary")
+        raise AssertionError(f"{url}: {charts.count()} charts, not 3; see {shot}\n{log_tail(LOG)}") from exc
+    assert_no_errors(page, url, "similarity-rotary", LOG)
     assert page.locator('[data-testid="stMain"] h1').first.inner_text().strip() == "Position similarity"
     assert page.get_by_text(folder).first.is_visible()  # the sidebar says which model is shown
     assert page.get_by_text("K(m, n)").first.is_visible()
@@ -180,7 +110,6 @@ def test_similarity_rotary_model(app_url, page, tiny_path):
 def test_gallery_view_offline(app_url, browser):
     """The gallery opens a view in one click, with every request to a host other than the app's
     blocked: the view still renders, and the page asked no other host (no CDN, no font service)."""
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
     app_host = app_url.split("/")[2]
     outside = []
 
@@ -192,12 +121,8 @@ def test_gallery_view_offline(app_url, browser):
             outside.append(url)
             route.abort()
 
-    context.route("**/*", only_the_app)
-    page = context.new_page()
-    page.set_default_timeout(PAGE_TIMEOUT_MS)
-    page.js_errors = []
-    page.on("pageerror", lambda exc: page.js_errors.append(str(exc)))
-    try:
+    with new_page(browser) as page:
+        page.route("**/*", only_the_app)
         page.goto(f"{app_url}/gallery")
         page.get_by_text("Sinusoid vs learned").click()
         page.locator(CHART).first.wait_for(state="visible")
@@ -205,9 +130,7 @@ def test_gallery_view_offline(app_url, browser):
         page.wait_for_timeout(500)
         assert "/compare" in page.url
         assert page.locator('[data-testid="stPlotlyChart"]').count() >= 3
-        assert_no_errors(page, page.url, "gallery-compare")
+        assert_no_errors(page, page.url, "gallery-compare", LOG)
         full_screenshot(page, "gallery-compare")
-    finally:
-        context.close()
     assert outside == [], f"requests to other hosts: {outside}"
 

@@ -22,6 +22,7 @@ from posviz import export, settings
 from posviz.app import layout
 from posviz.app.lectures import Lecture, LectureError, read
 from posviz.app.urls import PARAMS
+from posviz.app.widgets import release_bound_params
 from posviz.views.style import aspect_of, for_slide, name_model
 from posviz.views.view import View
 
@@ -159,13 +160,14 @@ def follow(run: SlideRun | None) -> None:
     else:
         return
     slide = lecture.slides[step]
-    for name, param in PARAMS.items():  # the slide's settings, and the defaults of the rest of its page
-        if slide.page in param.pages and param.type != "text" and name not in slide.params and name != "present":
+    for name, param in PARAMS.items():  # the slide's settings (seeded from the URL), the rest of its page at defaults
+        if slide.page in param.pages and name != "present" and (name in slide.params or param.type != "text"):
             st.session_state.pop(name, None)
     st.session_state["posviz_arrived"] = (lecture.name, step)
     if run is not None and run.note:  # said on the slide the switch opens
         st.session_state["posviz_note"] = run.note
     keep = {name: st.query_params[name] for name in ("present",) if name in st.query_params}
+    release_bound_params()
     st.switch_page(f"pages/{slide.page}.py",
                    query_params={**slide.params, **keep, "lecture": lecture.name, "step": str(step)})
 

@@ -32,6 +32,24 @@ def url(name: str) -> dict:
     return {"key": name, "bind": "query-params"}
 
 
+def release_bound_params() -> None:
+    """Unbind every widget of this session from the URL, so that ``st.switch_page(query_params=...)``
+    may write the parameters they held (the widgets bind again, seeded from the new URL, when they
+    are drawn on the page it opens).
+
+    Streamlit 1.67 refuses to set or clear a parameter bound to a widget, and keeps a page's
+    bindings into the next run, so without this a rerun cannot open another page with new
+    values of its bound widgets (streamlit/streamlit#14670). It uses the session's ``QueryParams``
+    object, as ``st.switch_page`` does; the version of Streamlit is pinned in requirements.txt.
+    """
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    with ctx.session_state.query_params() as params:
+        for binding in list(params._bindings_by_param.values()):
+            params.unbind_widget(binding.widget_id)
+
+
 def link_params(params: dict) -> dict:
     """The query parameters of a link the app makes, with the presentation state of this session
     (``present``), so that a link opened in front of a room stays large."""

@@ -1,4 +1,5 @@
-"""Starting the app as a real server, and finding the Chromium to drive it (the browser tests and the bench)."""
+"""Starting the app as a real server, finding the Chromium to drive it, and opening its pages
+(the browser tests and the bench)."""
 
 from __future__ import annotations
 
@@ -97,3 +98,88 @@ def stop(proc: subprocess.Popen) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+# ---------------------------------------------------------------- pages in Chromium
+
+SHOTS = ROOT / "artifacts" / "screenshots"
+PAGE_TIMEOUT_MS = 90_000  # a cold UMAP on the Projection page takes a while on 2 CPU cores
+CHART = '[data-testid="stPlotlyChart"] .js-plotly-plot .main-svg'
+IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
+EXCEPTION = '[data-testid="stException"]'
+ERROR_BOX = '[data-testid="stAlertContentError"]'
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """A headless Chromium (:func:`chromium`) for the module's tests."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=chromium(), headless=True, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@contextlib.contextmanager
+def new_page(browser, width: int = 1400, height: int = 900):
+    """A page in a fresh browser context of ``width`` × ``height`` pixels; ``page.js_errors``
+    collects the uncaught exceptions of its JavaScript."""
+    context = browser.new_context(viewport={"width": width, "height": height})
+    page = context.new_page()
+    page.set_default_timeout(PAGE_TIMEOUT_MS)
+    page.js_errors = []
+    page.on("pageerror", lambda exc: page.js_errors.append(str(exc)))
+    try:
+        yield page
+    finally:
+        context.close()
+
+
+def open_page(page, url: str, name: str, log: Path, chart: bool = True) -> None:
+    """Go to ``url``; wait until a chart is drawn (a heading, for a page without charts: ``chart``
+    False) or an error shows, and the script has finished; fail with a screenshot and the end of
+    the app's ``log`` where it does not, or shows an error."""
+    page.goto(url)
+    drawn = page.locator(CHART if chart else '[data-testid="stMain"] h1')
+    drawn_or_failed = drawn.or_(page.locator(EXCEPTION)).or_(page.locator(ERROR_BOX))
+    try:
+        drawn_or_failed.first.wait_for(state="visible")
+        page.locator(IDLE).wait_for(state="attached")
+    except Exception as exc:
+        shot = full_screenshot(page, f"failed-{name}")
+        raise AssertionError(f"{url}: no chart drawn / script still running ({exc}); "
+                             f"see {shot}\nstreamlit log:\n{log_tail(log)}") from exc
+    page.wait_for_timeout(500)  # let Plotly finish drawing before any check or screenshot
+    assert_no_errors(page, url, name, log)
+
+
+def assert_no_errors(page, url: str, name: str, log: Path) -> None:
+    """No Streamlit exception, error box or JavaScript error on the page."""
+    problems = []
+    for what, selector in (("Streamlit exception", EXCEPTION), ("error box", ERROR_BOX)):
+        found = page.locator(selector)
+        if found.count():
+            problems.append(f"{what} on the page:\n{found.first.inner_text()}")
+    if page.js_errors:
+        problems.append(f"JavaScript errors: {page.js_errors}")
+    if problems:
+        shot = full_screenshot(page, f"failed-{name}")
+        raise AssertionError(f"{url}: " + "\n".join(problems) + f"\nsee {shot}\nstreamlit log:\n{log_tail(log)}")
+
+
+def full_screenshot(page, name: str) -> Path:
+    """Screenshot of the whole page, saved as ``artifacts/screenshots/<name>.png``. Streamlit
+    scrolls inside its main container rather than the document, so the viewport is grown to the
+    content's height first, then restored."""
+    size = page.viewport_size
+    height = page.evaluate(
+        """() => Math.max(...['[data-testid="stMain"]', '[data-testid="stAppViewContainer"]']
+                .map(s => document.querySelector(s)).filter(Boolean).map(e => e.scrollHeight))""")
+    page.set_viewport_size({"width": size["width"], "height": max(size["height"], min(int(height), 12_000))})
+    page.wait_for_timeout(1_000)  # Plotly redraws on resize
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    path = SHOTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    page.set_viewport_size(size)
+    return path

@@ -1,0 +1,115 @@
+"""Layouts that hold in front of a room: every page at 1024 × 768 (a projector) and 1920 × 1080,
+with and without presentation mode, and every slide of the built-in lecture, in a real Chromium.
+
+Each is checked from the page as drawn (:data:`tests.support.layout.LAYOUT_PROBLEMS`): no clipped
+text, no chart title outside its chart, heatmaps at least half their column wide (or half the
+screen high on a slide), colour bars as high as their heatmap, no overlapping tick labels, no
+error box. A full-page screenshot of each is saved under ``artifacts/screenshots/layout-*.png``
+for a person to look at. The built-in lecture is then stepped through with the keys a lecturer
+(or a presentation clicker) presses.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from posviz.app.lectures import read
+from posviz.app.urls import EVERY_PAGE
+from posviz.loading import short_name
+from tests.support.browser import browser  # noqa: F401  the module's Chromium (a fixture)
+from tests.support.browser import CHART, IDLE, ROOT, full_screenshot, new_page, open_page, running_app
+from tests.support.layout import LAYOUT_PROBLEMS
+
+pytestmark = pytest.mark.browser
+
+LOG = ROOT / "artifacts" / "streamlit-layout-test.log"
+SIZES = {"1024x768": (1024, 768), "1920x1080": (1920, 1080)}
+GALLERY = read("gallery")
+SLIDE_TITLE = ".posviz-slide-title"
+
+
+@pytest.fixture(scope="module")
+def app_url():
+    """The app on a free port, offline on the bundled model; its base URL."""
+    with running_app(LOG, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1") as (base, _process):
+        yield base
+
+
+def _path(stem: str) -> str:
+    return "/" if stem == "model" else f"/{stem}"
+
+
+def _looked_at(page, url: str, name: str, slide: bool = False, chart: bool = True) -> list[str]:
+    """Open ``url``, save its screenshot as ``layout-<name>``, and return its layout problems."""
+    open_page(page, url, f"layout-{name}", LOG, chart=chart)
+    page.wait_for_timeout(1_000)  # square heatmaps settle their height after their first draw
+    problems = page.evaluate(LAYOUT_PROBLEMS, slide)
+    full_screenshot(page, f"layout-{name}")
+    return problems
+
+
+@pytest.mark.parametrize("present", [False, True], ids=["screen", "present"])
+@pytest.mark.parametrize("size", SIZES)
+def test_every_page_holds(app_url, browser, size, present):
+    found = {}
+    with new_page(browser, *SIZES[size]) as page:
+        for stem in EVERY_PAGE:
+            url = app_url + _path(stem) + ("?present=true" if present else "")
+            problems = _looked_at(page, url, f"{stem}-{size}" + ("-present" if present else ""),
+                                  chart=stem != "gallery")
+            if problems:
+                found[stem] = problems
+    assert not found, found
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_every_gallery_slide_holds(app_url, browser, size):
+    found = {}
+    with new_page(browser, *SIZES[size]) as page:
+        for step, slide in enumerate(GALLERY.slides):
+            problems = _looked_at(page, f"{app_url}/?lecture=gallery&step={step}", f"slide{step}-{size}", slide=True)
+            heading = page.locator(SLIDE_TITLE).inner_text()
+            if not heading.startswith(slide.title):
+                problems.append(f"heading {heading!r}")
+            if problems:
+                found[step] = problems
+    assert not found, found
+
+
+def _arrive(page, step: int) -> None:
+    """Wait until slide ``step`` of the Gallery is drawn, and check its URL and its charts."""
+    slide = GALLERY.slides[step]
+    page.wait_for_function("step => new URLSearchParams(location.search).get('step') === step", arg=str(step))
+    page.locator(SLIDE_TITLE, has_text=slide.title).wait_for()
+    page.locator(IDLE).wait_for(state="attached")
+    page.locator(CHART).first.wait_for(state="visible")
+    assert f"/{slide.page}" in page.url or (slide.page == "model" and "/?" in page.url), page.url
+    charts = page.locator('[data-testid="stPlotlyChart"]')
+    assert charts.count() == max(1, len(slide.views)), (step, charts.count())
+    model = short_name(slide.params["model"])
+    titles = page.locator(f"{CHART} .gtitle").all_text_contents()
+    assert titles and model in titles[0], (step, titles)  # the chart names its model (a reference, its own)
+
+
+def test_lecture_stepped_with_the_keyboard(app_url, browser):
+    with new_page(browser, *SIZES["1024x768"]) as page:
+        open_page(page, f"{app_url}/?lecture=gallery&step=0", "lecture-keys", LOG)
+        _arrive(page, 0)
+        for step in range(1, len(GALLERY.slides)):  # → and a clicker's PageDown, in turn
+            page.keyboard.press("ArrowRight" if step % 2 else "PageDown")
+            _arrive(page, step)
+        page.keyboard.press("ArrowRight")  # past the last slide: it stays
+        page.wait_for_timeout(1_000)
+        assert re.search(r"[?&]step=11(&|$)", page.url)
+        page.keyboard.press("ArrowLeft")
+        _arrive(page, 10)
+        page.keyboard.press("PageUp")
+        _arrive(page, 9)
+        page.keyboard.press("Escape")  # leaves slide mode: the page of the slide, with its controls
+        page.locator(SLIDE_TITLE).wait_for(state="detached")
+        page.locator('[data-testid="stSidebar"]').wait_for(state="visible")
+        assert page.locator('[data-testid="stMain"] h1').first.inner_text().strip() == "Position similarity"
+        assert "lecture=" not in page.url and "step=" not in page.url
+        assert "BLOOM" in page.url  # the slide's settings stay: the room can go on from there
