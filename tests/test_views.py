@@ -146,3 +146,19 @@ def test_the_library_imports_no_streamlit():
     assert out.returncode == 0, out.stderr
     count, imported = out.stdout.split()
     assert int(count) > 30 and imported == "False"
+
+
+def test_the_readme_lists_every_view():
+    """Every view id a lecture can name is in the README's table of views, under its page."""
+    import importlib
+    import re
+
+    modules = [importlib.import_module(f"posviz.views.{m}") for m in
+               ("attention", "compare", "input", "positions", "probes", "properties", "word_order")]
+    ids = {f.view_id for m in modules for f in vars(m).values() if hasattr(f, "view_id")}
+    ids |= {"compare-model", "compare-reference"}  # compare.side_by_side: two views
+    readme = (ROOT / "README.md").read_text()
+    rows = dict(re.findall(r"^\| `(\w+)` \| (`[a-z-]+`(?:, `[a-z-]+`)*) \|$", readme, re.M))
+    listed = {view for cell in rows.values() for view in re.findall(r"`([a-z-]+)`", cell)}
+    assert listed == ids
+    assert set(rows) == set(EVERY_PAGE) - {"gallery"}
