@@ -259,3 +259,21 @@ def test_projection_page_range_reaches_small_projections():
     at.slider(key="range").set_value((20, 20)).run()
     assert not at.exception
     assert any("needs at least 2 positions; 1 is too few" in i.value for i in at.info)
+
+
+def test_the_readme_lecture_opens(tmp_path):
+    """The lecture file the README shows parses, and opens at its rotary slide from its path."""
+    from tests.support.apptest import ROOT
+
+    readme = (ROOT / "README.md").read_text()
+    teaching = readme[readme.index("## Teaching"):]
+    start = teaching.index("```toml\n") + len("```toml\n")
+    text = teaching[start:teaching.index("```", start)]
+    assert [s.page for s in parse(text, "readme").slides] == ["projection", "similarity", "compare"]
+    path = tmp_path / "rotary.toml"
+    path.write_text(text, encoding="utf-8")
+    at = open_page("model", {"lecture": str(path), "step": "1"})
+    assert not at.exception, [e.value for e in at.exception]
+    assert "The rotary kernel · Llama 3.1 8B" in _slide_heading(at)
+    (heatmap,) = figures(at)
+    assert arr(heatmap["data"][0]["z"]).shape == (256, 256)
