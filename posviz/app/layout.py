@@ -65,9 +65,12 @@ def style(presenting: bool) -> None:
 @contextmanager
 def proportional(aspect: float) -> Iterator[None]:
     """A container whose height follows its width (``aspect``: width ÷ height), for one figure drawn
-    with ``height="stretch"``."""
+    with ``height="stretch"``; on a slide, no wider than the slide's chart area is high allows
+    (a container query on that area)."""
     name = key("aspect")
-    st.html(f'<style>[data-testid="stLayoutWrapper"]:has(> .st-key-{name}) {{ aspect-ratio: {aspect}; }}</style>')
+    wrapper = f'[data-testid="stLayoutWrapper"]:has(> .st-key-{name})'
+    st.html(f"<style>{wrapper} {{ aspect-ratio: {aspect}; }} "  # on a slide: as wide as the slide's height allows
+            f".st-key-posviz-slide-charts {wrapper} {{ width: min(100%, calc(100cqh * {aspect})); }}</style>")
     with st.container(key=name):
         yield
 

@@ -37,7 +37,8 @@ CSS = """<style>
 .posviz-slide-title { font-size: 2.2rem; font-weight: 700; line-height: 1.2; }
 .st-key-posviz-slide [data-testid="stCaptionContainer"] p { font-size: 1.35rem; color: #222; }
 .st-key-posviz-slide > * { flex-shrink: 0; }
-.st-key-posviz-slide > [data-testid="stLayoutWrapper"]:has(> .st-key-posviz-slide-charts) { flex: 1 1 auto; min-height: 0; }
+.st-key-posviz-slide > [data-testid="stLayoutWrapper"]:has(> .st-key-posviz-slide-charts) {
+  flex: 1 1 auto; min-height: 0; container-type: size; }
 .st-key-posviz-slide-charts > [data-testid="stLayoutWrapper"] { height: 100%; }
 .st-key-posviz-slide-charts [data-testid="stHorizontalBlock"], .st-key-posviz-slide-charts [data-testid="stColumn"],
 .st-key-posviz-slide-charts [data-testid="stColumn"] > [data-testid="stVerticalBlock"] { height: 100%; }

@@ -35,6 +35,10 @@ FONT, PRESENT_FONT = 15, 22
 #: A title is wrapped after about this many characters (fewer for a projector's larger font): a
 #: chart is at least about 560 pixels wide at 1024 × 768, 520 in presentation mode.
 TITLE_CHARS, PRESENT_TITLE_CHARS = 54, 38
+#: A slide's figure whose height follows its width is as wide as the slide's chart area is high
+#: (about 545 pixels at 1024 × 768) times its aspect: its title wraps after this many characters per
+#: unit of aspect (18-pixel text).
+SLIDE_CHARS_PER_ASPECT = 56
 #: Pixels between a figure's subtitle and its plot area.
 TITLE_GAP = 8
 #: Font size of the titles of subplots (tiles of small multiples, panels side by side), and of every annotation in presentation mode.
@@ -127,6 +131,8 @@ def _place_title(fig: go.Figure) -> None:
     if meta.get("look") == "slide":
         title, subtitle = " · ".join(t for t in (title, subtitle) if t), ""
         font = look.subtitle_font
+        if meta.get("aspect"):  # as wide as the slide's height allows: about 60 characters per unit of aspect at 1024 × 768
+            chars = min(chars, round(SLIDE_CHARS_PER_ASPECT * meta["aspect"]))
     else:
         font = look.title_font
     subtitle = wrap(subtitle, look.subtitle_chars) if subtitle else ""

@@ -10,6 +10,7 @@ problem found on the page as drawn (an empty list for a page that holds):
   than half its column; in slide mode (``slide``: true) one as high as half the screen passes too;
 - a colour bar shorter or taller than its heatmap by more than a tenth;
 - an error box or a traceback;
+- a slide taller than the screen (it must fit without scrolling);
 - overlapping tick labels: two tick labels of one axis of a heatmap whose boxes overlap by more
   than a pixel each way.
 """
@@ -78,6 +79,8 @@ LAYOUT_PROBLEMS = r"""
             problems.push(`overlapping tick labels in "${title}": "${ticks[i].text}" and "${ticks[j].text}"`);
     }
   }
+  if (slide && main.scrollHeight > window.innerHeight + 2)
+    problems.push(`slide taller than the screen: ${main.scrollHeight} px in ${window.innerHeight}`);
   return [...new Set(problems)];
 }
 """
