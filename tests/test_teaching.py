@@ -277,3 +277,14 @@ def test_the_readme_lecture_opens(tmp_path):
     assert "The rotary kernel · Llama 3.1 8B" in _slide_heading(at)
     (heatmap,) = figures(at)
     assert arr(heatmap["data"][0]["z"]).shape == (256, 256)
+
+
+def test_presentation_from_the_link_scales_the_first_page():
+    """A shared link with present=true opens large at once: the page's style (drawn before the
+    sidebar's toggle) reads the URL, and every chart is drawn for the projector."""
+    at = open_page("model", {"present": "true"})
+    assert_clean(at, "model")
+    assert any("html { font-size: 21px; }" in h.proto.body for h in at.get("html"))
+    assert figures(at)[0]["layout"]["font"]["size"] == style.PRESENT_FONT
+    at.sidebar.toggle(key="present").set_value(False).run()
+    assert not any("html { font-size: 21px; }" in h.proto.body for h in at.get("html"))

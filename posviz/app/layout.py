@@ -8,7 +8,8 @@ Three rules, in one style sheet the entry script adds to every page (:func:`styl
 - two charts side by side (:func:`pair`) stack when the page's main column is too narrow for both
   to be readable: about 1 100 pixels, 1 400 in presentation mode, whatever the window;
 - presentation mode scales the whole page (the root font size: widgets, metrics, captions, tables,
-  formulas alike), and control rows wrap instead of clipping.
+  formulas alike), with narrower side padding to make room, and control rows wrap instead of
+  clipping (not on a slide, which has its own large sizes).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ _BASE = """
 """
 _PRESENT = """
 html { font-size: {root}px; }
+.stMainBlockContainer { padding-left: 1.5rem; padding-right: 1.5rem; }
 .stMainBlockContainer [data-testid="stCaptionContainer"] { color: #222; }
 """
 

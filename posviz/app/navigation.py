@@ -84,7 +84,7 @@ def main() -> None:
     stem = page.url_path or "model"
     slides.follow(slide)
     warm_up()
-    layout.style(presenting())
+    layout.style(presenting() and slide is None)  # a slide has its own large sizes
     if slide is not None:
         slides.begin(slide)
     shown = sidebar.draw()

@@ -9,8 +9,11 @@ import streamlit as st
 from posviz.views.style import for_presentation
 
 def presenting() -> bool:
-    """Whether the sidebar's presentation mode is on (``present`` in the URL)."""
-    return bool(st.session_state.get("present"))
+    """Whether the sidebar's presentation mode is on: its toggle's value, or before the toggle is
+    first drawn in this session (the page's style comes first), ``present=true`` in the URL."""
+    if "present" in st.session_state:
+        return bool(st.session_state["present"])
+    return st.query_params.get("present") == "true"
 
 
 def styled(fig: go.Figure) -> go.Figure:
