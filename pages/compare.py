@@ -7,7 +7,7 @@ from posviz.app import caches, layout
 from posviz.app.downloads import show
 from posviz.app.notices import require_vectors
 from posviz.app.navigation import current_model
-from posviz.app.widgets import choose_encoding, clip_state, url
+from posviz.app.widgets import choose_encoding, clip_state, position_range, url
 from posviz.loading import ModelLoadError
 from posviz.positions import SINUSOID_LAYOUTS
 from posviz.positions.base import METRICS
@@ -52,8 +52,7 @@ else:
     other_name = other_lm.name
     n = min(encoding.num_positions, other_lm.encodings[0].num_positions)
 
-clip_state("range", 0, n - 1)
-first, last = st.slider("Positions (both)", 0, n - 1, (0, min(n, MAX_POSITIONS) - 1), **url("range"))
+first, last = position_range(st, "Positions (both)", n, (0, min(n, MAX_POSITIONS) - 1))
 mine = caches.position_matrix(key, encoding.component, metric, first, last)
 if against == "sinusoid":
     theirs = caches.sinusoid_matrix(width, arrangement, metric, first, last)

@@ -6,7 +6,7 @@ from posviz.app import caches
 from posviz.app.downloads import show
 from posviz.app.notices import require_vectors
 from posviz.app.navigation import current_model
-from posviz.app.widgets import choose_encoding, clip_state, url
+from posviz.app.widgets import choose_encoding, position_range, url
 from posviz.views import positions
 
 key, lm = current_model()
@@ -25,9 +25,7 @@ typed = c3.text_input("Range boundaries (positions where a new colour starts)",
                            "(BERT's two pre-training phases).")
 path = c4.toggle("Path p → p+1", **url("path"), wrap=True)
 
-clip_state("range", 0, n - 1)
-first, last = st.slider("Positions", 0, n - 1, (0, n - 1), **url("range"),
-                        help="The positions projected (every k-th beyond 2 048).")
+first, last = position_range(st, "Positions", n, (0, n - 1), help="The positions projected (every k-th beyond 2 048).")
 
 boundaries, ignored = positions.parse_boundaries(typed, n)
 for part in ignored:

@@ -10,7 +10,7 @@ from posviz.app import caches, layout
 from posviz.app.downloads import show
 from posviz.app.notices import explain
 from posviz.app.navigation import current_model
-from posviz.app.widgets import choose_encoding, clip_state, url
+from posviz.app.widgets import choose_encoding, clip_state, position_range, url
 from posviz.positions.base import METRICS
 from posviz.views import positions
 
@@ -24,7 +24,7 @@ if not (encoding.has_vectors or encoding.has_bias):
 
 n = encoding.num_positions
 axis = encoding.axis_label
-c1, c2, c3 = st.columns([1, 1, 2])
+c1, c2, c3 = st.columns([1, 1.2, 1.8])
 head = None
 if encoding.has_bias:
     metric = "dot"
@@ -38,9 +38,7 @@ normalize = c2.toggle("÷ maximum", **url("normalize"), wrap=True,
 clip = c2.toggle("Clip colours", value=True, **url("clip"), wrap=True,
                  help="A few outliers (position 0 of BERT-style models) otherwise take the whole colour scale. "
                       "Hover shows the true values either way.")
-clip_state("range", 0, n - 1)
-first, last = c3.slider(f"{axis.capitalize()}s (row numbers)", 0, n - 1, positions.default_range(encoding),
-                        **url("range"))
+first, last = position_range(c3, f"{axis.capitalize()}s (row numbers)", n, positions.default_range(encoding))
 
 with st.spinner("Computing the position-position matrix …"):
     matrix = caches.position_matrix(key, encoding.component, metric, first, last)

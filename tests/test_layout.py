@@ -89,6 +89,8 @@ def _arrive(page, step: int) -> None:
     charts = page.locator('[data-testid="stPlotlyChart"]')
     assert charts.count() == max(1, len(slide.views)), (step, charts.count())
     model = short_name(slide.params["model"])
+    if "text" not in slide.params:  # nothing leaks from the slide before
+        assert "text=" not in page.url, (step, page.url)
     titles = page.locator(f"{CHART} .gtitle").all_text_contents()
     assert titles and model in titles[0], (step, titles)  # the chart names its model (a reference, its own)
 
@@ -113,3 +115,5 @@ def test_lecture_stepped_with_the_keyboard(app_url, browser):
         assert page.locator('[data-testid="stMain"] h1').first.inner_text().strip() == "Position similarity"
         assert "lecture=" not in page.url and "step=" not in page.url
         assert "BLOOM" in page.url  # the slide's settings stay: the room can go on from there
+        page.locator('[data-testid="stSidebar"]', has_text="Showing BLOOM 560M (config only)").wait_for()
+        assert "BLOOM 560M" in page.locator(f"{CHART} .gtitle").first.text_content()

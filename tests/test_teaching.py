@@ -155,7 +155,10 @@ def test_slide_of_a_page_shows_the_views_named():
     at = open_page("similarity", {"slide": "q-profile,position-similarity"})
     assert not at.exception, [e.value for e in at.exception]
     titles = [title_text(f) for f in figures(at)]
-    assert len(titles) == 2 and titles[0].startswith("P·Pᵀ, row q = 128") and "positions 0–511" in titles[1]
+    assert len(titles) == 2 and "positions 0–511" in titles[1]
+    # the heading is the first view's title, so its figure keeps only the rest of its title line
+    assert _slide_heading(at).count("P·Pᵀ, row q = 128 ÷ its max · all-MiniLM-L6-v2") == 1
+    assert titles[0] == "all-MiniLM-L6-v2"
 
 
 def test_lecture_step_past_the_end_says_so():
@@ -288,3 +291,10 @@ def test_presentation_from_the_link_scales_the_first_page():
     assert figures(at)[0]["layout"]["font"]["size"] == style.PRESENT_FONT
     at.sidebar.toggle(key="present").set_value(False).run()
     assert not any("html { font-size: 21px; }" in h.proto.body for h in at.get("html"))
+
+
+def test_reversed_range_in_a_link_is_put_in_order():
+    at = open_page("similarity", {"range": ["400", "10"]})
+    assert_clean(at, "similarity")
+    assert arr(figures(at)[0]["data"][0]["z"]).shape == (391, 391)
+    assert "positions 10–400" in title_text(figures(at)[0])

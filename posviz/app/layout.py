@@ -9,7 +9,8 @@ Three rules, in one style sheet the entry script adds to every page (:func:`styl
   to be readable: about 1 100 pixels, 1 400 in presentation mode, whatever the window;
 - presentation mode scales the whole page (the root font size: widgets, metrics, captions, tables,
   formulas alike), with narrower side padding to make room, and control rows wrap instead of
-  clipping (not on a slide, which has its own large sizes).
+  clipping (not on a slide, which has its own large sizes); the sidebar, the lecturer's and not
+  the room's, keeps its usual size (CSS ``zoom``) and leaves the page its width.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ _BASE = """
 _PRESENT = """
 html { font-size: {root}px; }
 .stMainBlockContainer { padding-left: 1.5rem; padding-right: 1.5rem; }
+[data-testid="stSidebar"][data-collapsed="false"] { zoom: {sidebar}; width: calc(300px / {sidebar}) !important; }
 .stMainBlockContainer [data-testid="stCaptionContainer"] { color: #222; }
 """
 
@@ -60,7 +62,7 @@ def style(presenting: bool) -> None:
     _run.count = 0
     css = _BASE.replace("{stack}", str(PRESENT_STACK_BELOW if presenting else STACK_BELOW))
     if presenting:
-        css += _PRESENT.replace("{root}", str(PRESENT_ROOT))
+        css += _PRESENT.replace("{root}", str(PRESENT_ROOT)).replace("{sidebar}", f"{16 / PRESENT_ROOT:.3f}")
     st.html(f"<style>{css}</style>")
 
 

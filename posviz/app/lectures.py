@@ -155,5 +155,7 @@ def read(source: str, hosted: bool = False) -> Lecture:
                            "files of its server, so upload your lecture file in the sidebar.")
     path = Path(source).expanduser()
     if not path.is_file():
-        raise LectureError(f"No lecture {source!r}: neither a built-in one ({', '.join(BUILTIN)}) nor a file.")
+        raise LectureError(f"No lecture {source!r}: neither a built-in one ({', '.join(BUILTIN)}) nor a file. "
+                           "A lecture uploaded in the sidebar lives in the browser tab that uploaded it: "
+                           "upload it again here.")
     return parse(path.read_text(encoding="utf-8"), source, "json" if path.suffix.lower() == ".json" else "toml")

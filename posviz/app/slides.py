@@ -21,7 +21,7 @@ import streamlit as st
 from posviz import export, settings
 from posviz.app import layout
 from posviz.app.lectures import Lecture, LectureError, read
-from posviz.app.urls import PARAMS
+from posviz.app.urls import PARAMS, settable
 from posviz.app.widgets import release_bound_params
 from posviz.views.style import aspect_of, for_slide, name_model
 from posviz.views.view import View
@@ -148,8 +148,10 @@ def present(lecture: Lecture, step: int = 0) -> None:
 
 def follow(run: SlideRun | None) -> None:
     """Go where the lecture says: to the slide a button asked for, or to the slide of the URL the first
-    time this session meets it (``st.switch_page`` to its page with its settings, the rest of that
-    page's settings at their defaults). Returns where nothing needs to move."""
+    time this session meets it (``st.switch_page`` to its page with its settings). On the run that
+    arrives there, the page's widgets drop what they held, so that each takes the slide's setting
+    from the URL or its default: nothing leaks from the slide before (or from the page as it was
+    before the lecture). Returns where nothing needs to move."""
     goto = st.session_state.pop("posviz_goto", None)
     if isinstance(goto, tuple):
         lecture, step = _lecture(goto[0]), goto[1]
@@ -159,18 +161,36 @@ def follow(run: SlideRun | None) -> None:
             run.lecture.name, run.step):
         lecture, step = run.lecture, run.step
     else:
+        if run is not None and run.lecture is not None and st.session_state.pop("posviz_settle", False):
+            _settle(run.lecture.slides[run.step])
         return
-    slide = lecture.slides[step]
-    for name, param in PARAMS.items():  # the slide's settings (seeded from the URL), the rest of its page at defaults
-        if slide.page in param.pages and name != "present" and (name in slide.params or param.type != "text"):
-            st.session_state.pop(name, None)
     st.session_state["posviz_arrived"] = (lecture.name, step)
+    st.session_state["posviz_settle"] = True
     if run is not None and run.note:  # said on the slide the switch opens
         st.session_state["posviz_note"] = run.note
+    slide = lecture.slides[step]
     keep = {name: st.query_params[name] for name in ("present",) if name in st.query_params}
     release_bound_params()
     st.switch_page(f"pages/{slide.page}.py",
                    query_params={**slide.params, **keep, "lecture": lecture.name, "step": str(step)})
+
+
+def _settle(slide) -> None:
+    """Before any widget of the slide's page is drawn, set each (all but ``present``) to the slide's
+    setting, or drop its value: it then takes the setting from the URL, or its default.
+
+    A value set here (texts, switches, choices: :func:`posviz.app.urls.settable`) also reaches the
+    browser's copy of the widget, which a value merely dropped does not, so the model, the sentence
+    and the switches of one slide never come back on the next, nor when Esc leaves slide mode. This
+    runs on the run that arrives at the slide, not before the switch: Streamlit keeps the values of
+    bound widgets it unmounts at the end of the run that leaves a page, so a value dropped then
+    would come back."""
+    for name, param in PARAMS.items():
+        if slide.page in param.pages and param.widget and name != "present":
+            st.session_state.pop(name, None)
+            ok, value = settable(name, slide.params[name]) if name in slide.params else (False, None)
+            if ok:
+                st.session_state[name] = value
 
 
 def begin(run: SlideRun) -> None:
@@ -217,14 +237,16 @@ def draw(run: SlideRun, model: str, full_name: str, failure: str = "") -> None:
             st.info(run.note, icon=":material/info:")
         if missing:
             st.info(f"This page has no view {', '.join(missing)} for {model}; showing "
-                    f"{', '.join(v.id for v in chosen) or 'nothing'}.", icon=":material/info:")
+                    f"{', '.join(v.id for v in chosen) or 'nothing'}. Its views here: "
+                    f"{', '.join(v.id for v in run.offered) or 'none'} (README, Teaching).", icon=":material/info:")
         with st.container(key="posviz-slide-charts"):
             places = st.columns(len(chosen)) if len(chosen) > 1 else [nullcontext()]
             for place, view in zip(places, chosen):
-                fig = for_slide(name_model(view.figure, model), len(chosen))
+                fig = for_slide(name_model(view.figure, model), len(chosen), heading=run.title)
                 with place, (layout.proportional(aspect_of(fig)) if aspect_of(fig) else nullcontext()):
                     st.plotly_chart(fig, theme=None, height="stretch",
-                                    config=export.plotly_config(export.file_stem(model, view.stem)))
+                                    config={**export.plotly_config(export.file_stem(model, view.stem)),
+                                            "displayModeBar": False})  # no toolbar over a slide's titles
         caption = (slide.caption if slide is not None and slide.caption else
                    " ".join(view.caption for view in chosen if view.caption))
         st.caption(caption + (" · " if caption else "") + f"Model: {full_name}.")

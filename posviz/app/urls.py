@@ -146,6 +146,31 @@ def _as_url(value) -> list[str]:
     return [str(value)]
 
 
+def settable(name: str, given: str | list[str]) -> tuple[bool, object]:
+    """Whether the URL value ``given`` of parameter ``name`` can be set as its widget's value
+    directly (``st.session_state``), and that value: a text, a switch's bool, one of a choice's
+    values. Numbers and ranges are left to the URL (their widgets clip them to the model, and
+    Streamlit refuses a value out of bounds).
+
+    Examples
+    --------
+    >>> settable("model", "gpt2"), settable("path", "true"), settable("metric", "cosine")
+    ((True, 'gpt2'), (True, True), (True, 'cosine'))
+    >>> settable("metric", "banana"), settable("layer", "3"), settable("range", ["0", "127"])
+    ((False, None), (False, None), (False, None))
+    """
+    param = PARAMS[name]
+    if isinstance(given, list):
+        return False, None
+    if param.type == "text":
+        return True, given
+    if param.type == "true or false" and given in ("true", "false"):
+        return True, given == "true"
+    if param.values and given in param.values and not given.isdigit():
+        return True, given
+    return False, None
+
+
 def unusable(linked: dict[str, list[str]], state, page: str) -> list[tuple[str, str, str]]:
     """The values of a link that a page could not use, and what it used instead.
 

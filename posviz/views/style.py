@@ -47,6 +47,8 @@ TILE_TITLE_FONT, PRESENT_ANNOTATION_FONT = 13, 20
 #: needs about 1.4 times its font size; the smallest heatmap the app draws is about 520 pixels a
 #: side, and about 380 in presentation mode and on a slide at 1024 × 768.
 TICK_LABELS, PRESENT_TICK_LABELS = 24, 12
+#: The same for a heatmap alone on a slide (about 500 pixels a side at 1024 × 768).
+SLIDE_TICK_LABELS = 16
 
 _MARGIN = dict(l=70, r=30, t=30, b=60)
 
@@ -277,18 +279,24 @@ def for_presentation(fig: go.Figure) -> go.Figure:
     return fig
 
 
-def for_slide(fig: go.Figure, columns: int = 1) -> go.Figure:
+def for_slide(fig: go.Figure, columns: int = 1, heading: str = "") -> go.Figure:
     """The same figure on a slide, one of ``columns`` side by side, in place: as
     :func:`for_presentation`, its height left to the slide, and its title and subtitle one smaller
-    line under the slide's heading (a figure whose height follows its width, 1.2 times as wide for
-    its height, :func:`aspect_of`); side by side, its text a little smaller (:data:`FONT` + 3
-    pixels, colour bars thinner), so that the plot area keeps more than half of its column at
-    1024 × 768."""
+    line under the slide's heading (only the subtitle where the ``heading`` is the title itself; a
+    figure whose height follows its width, 1.2 times as wide for its height, :func:`aspect_of`);
+    alone, up to :data:`SLIDE_TICK_LABELS` token labels; side by side, its text a little smaller
+    (:data:`FONT` + 3 pixels, colour bars thinner), so that the plot area keeps more than half of
+    its column at 1024 × 768."""
     for_presentation(fig)
     fig.update_layout(height=None, font_size=PRESENT_FONT if columns == 1 else FONT + 3)
     if columns > 1:
         fig.update_traces(colorbar_thickness=20, selector=dict(type="heatmap"))
     meta = fig.layout.meta or {}
+    for axis in ("x", "y"):
+        if f"{axis}_tokens" in meta and columns == 1:
+            token_ticks(fig, axis, meta[f"{axis}_tokens"], SLIDE_TICK_LABELS)
     if "title" in meta:  # one line of title: the same plot area in a wider figure
-        _remember(fig, look="slide", columns=columns, aspect=meta["aspect"] and round(meta["aspect"] * (1.2 if columns == 1 else 1.05), 3))
+        shown = "" if heading and heading == meta["title"].replace("<br>", " ") else meta["title"]
+        _remember(fig, look="slide", columns=columns, title=shown,
+                  aspect=meta["aspect"] and round(meta["aspect"] * (1.2 if columns == 1 else 1.05), 3))
     return fig

@@ -3,12 +3,14 @@
 :data:`LAYOUT_PROBLEMS` is JavaScript for Playwright's ``page.evaluate``: it returns one line per
 problem found on the page as drawn (an empty list for a page that holds):
 
-- clipped text: a widget label, metric, heading, caption, markdown block or formula whose content
+- clipped text: a widget label, metric, heading, caption, markdown block, formula, select box
+  value or upload hint (in the main area and the sidebar) whose content
   is wider than its box (``scrollWidth > clientWidth``, by more than the 2 pixels of a glyph's overhang), or a chart title or subtitle that leaves
   its figure;
 - a small heatmap: a heatmap's plot area (all its tiles together, for small multiples) narrower
   than half its column; in slide mode (``slide``: true) one as high as half the screen passes too;
 - a colour bar shorter or taller than its heatmap by more than a tenth;
+- a word broken across two lines (a label too narrow for its words);
 - an error box or a traceback;
 - a slide taller than the screen (it must fit without scrolling);
 - overlapping tick labels: two tick labels of one axis of a heatmap whose boxes overlap by more
@@ -27,9 +29,28 @@ LAYOUT_PROBLEMS = r"""
                 '[data-testid="stMetricDelta"]', '[data-testid="stCaptionContainer"]', 'h1', 'h2', 'h3',
                 '[data-testid="stMarkdownContainer"]', '.katex-display', '[data-testid="stPageLink"]',
                 '[data-testid="stCheckbox"] label', '[data-testid="stRadio"] label', 'button p',
-                '[data-testid="stTickBarMin"]', '[data-testid="stTickBarMax"]', '.posviz-slide-title'];
-  for (const box of main.querySelectorAll(TEXT.join(','))) {
+                '[data-testid="stTickBarMin"]', '[data-testid="stTickBarMax"]', '.posviz-slide-title',
+                '[data-testid="stSelectbox"] [data-baseweb="select"] > div', '[data-testid="stFileUploaderDropzoneInstructions"]'];
+  const broken = box => {  // a word of the box's text drawn on two lines
+    const walker = document.createTreeWalker(box, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      if (node.parentElement.closest('.katex, [data-testid="stTooltipIcon"]')) continue;
+      for (const m of node.textContent.matchAll(/[^\s\-‐–—\/]{2,}/g)) {  // a break after a hyphen or slash is fine
+        const range = document.createRange();
+        range.setStart(node, m.index);
+        range.setEnd(node, m.index + m[0].length);
+        const tops = new Set([...range.getClientRects()].filter(r => r.width > 0).map(r => Math.round(r.top)));
+        if (tops.size > 1) return m[0];
+      }
+    }
+    return null;
+  };
+  const sidebar = document.querySelector('[data-testid="stSidebar"]');
+  const boxes = [main, ...(sidebar && visible(sidebar) ? [sidebar] : [])].flatMap(r => [...r.querySelectorAll(TEXT.join(','))]);
+  for (const box of boxes) {
     if (!visible(box) || !name(box)) continue;
+    const word = broken(box);
+    if (word) problems.push(`word broken across lines: "${word}" in "${name(box)}"`);
     for (const e of [box, ...box.querySelectorAll('*')]) {
       // visually hidden text (KaTeX's MathML for screen readers) is one pixel wide; an italic glyph
       // may overhang its box by a pixel or two
