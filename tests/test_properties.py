@@ -289,7 +289,7 @@ def check_attention_figures(at, lm, grid: dict, profile: dict, width: int) -> np
     np.testing.assert_allclose(np.stack(tiles), expected, atol=1e-6)
     scores = loc.attention_scores(np.concatenate([expected, expected.mean(0, keepdims=True)]), att.causal)
     titles = [a["text"] for a in grid["layout"]["annotations"]]
-    assert titles == [f"head {h} · loc {scores['locality'][h]:.2f} · sym {scores['attention_symmetry'][h]:.2f}"
+    assert titles == [f"head {h}<br>loc {scores['locality'][h]:.2f}<br>sym {scores['attention_symmetry'][h]:.2f}"
                       for h in range(heads)]
     reference = loc.position_only_attention(posviz.sinusoidal(64, width))
     names = [t["name"] for t in profile["data"]]

@@ -23,7 +23,7 @@ from posviz.app import layout
 from posviz.app.lectures import Lecture, LectureError, read
 from posviz.app.urls import PARAMS, settable
 from posviz.app.widgets import release_bound_params
-from posviz.views.style import aspect_of, for_slide, name_model
+from posviz.views.style import aspect_of, for_slide
 from posviz.views.view import View
 
 #: The query parameters of slide mode (not bound to widgets).
@@ -242,7 +242,7 @@ def draw(run: SlideRun, model: str, full_name: str, failure: str = "") -> None:
         with st.container(key="posviz-slide-charts"):
             places = st.columns(len(chosen)) if len(chosen) > 1 else [nullcontext()]
             for place, view in zip(places, chosen):
-                fig = for_slide(name_model(view.figure, model), len(chosen), heading=run.title)
+                fig = for_slide(view.figure, len(chosen), heading=run.title)  # the heading names the model
                 with place, (layout.proportional(aspect_of(fig)) if aspect_of(fig) else nullcontext()):
                     st.plotly_chart(fig, theme=None, height="stretch",
                                     config={**export.plotly_config(export.file_stem(model, view.stem)),

@@ -16,7 +16,7 @@ from posviz.analysis.similarity import block_mean
 from posviz.views.limits import MAX_CELLS, MAX_LABELS, MAX_TILE_CELLS
 from posviz.views.style import (
     DIVERGING, MISSING, QUALITATIVE, REFERENCE, SEQUENTIAL, colour_bar, leave_room_for_tile_titles,
-    line_colours, log_ticks, new_figure, token_ticks,
+    legend_below, line_colours, log_ticks, new_figure, token_ticks,
 )
 
 
@@ -379,7 +379,7 @@ def offset_band_figure(panels: dict[str, tuple[np.ndarray, np.ndarray, np.ndarra
         fig.update_xaxes(title=xlabel, row=1, col=i + 1)
         fig.update_yaxes(title=ylabel if i == 0 else None, row=1, col=i + 1)
     _adopt(fig, new_figure(title, height=460))
-    fig.update_layout(legend=dict(orientation="h", y=-0.25))
+    legend_below(fig)
     return fig
 
 
@@ -409,7 +409,8 @@ def token_bars(series: dict[str, np.ndarray], labels: list[str], title: str, yla
         shown = np.where(values == 0, np.nan, values) if log_y else values
         fig.add_trace(go.Bar(x=index, y=_f32(shown), name=name, customdata=np.array(list(labels), dtype=object),
                              hovertemplate=f"{name}<br>token %{{x}} %{{customdata}}<br>%{{y:.3g}}<extra></extra>"))
-    fig.update_layout(barmode="group", legend=dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right"))
+    fig.update_layout(barmode="group")
+    legend_below(fig)
     if log_y:
         log_ticks(fig, [np.asarray(v)[np.asarray(v) > 0] for v in series.values()])
     fig.update_xaxes(title="token")
@@ -480,10 +481,9 @@ def probe_predictions_figure(series: dict[str, np.ndarray], title: str, margin: 
             marker=dict(size=5, color=QUALITATIVE[i % len(QUALITATIVE)], opacity=0.7),
             hovertemplate="position %{x}<br>predicted %{y:.1f}<extra>" + name.rsplit(" (", 1)[0] + "</extra>"))
     fig.update_xaxes(title="true position")
-    fig.update_yaxes(title="predicted position (held out)", range=[low, high])
+    fig.update_yaxes(title="predicted position", range=[low, high])  # held out: the title says so
     # legend below, first series drawn last (on top of the others) and listed first
-    fig.update_layout(legend=dict(itemsizing="constant", orientation="h", x=0, y=-0.16, yanchor="top",
-                                  traceorder="reversed"), margin_b=110)
+    legend_below(fig, itemsizing="constant", traceorder="reversed")
     return fig
 
 

@@ -107,7 +107,7 @@ def identical_word_tiles(matrices: np.ndarray, scores: dict[str, np.ndarray], *,
         The position of row 0 (the first word token when the special tokens are out).
     """
     heads = matrices.shape[0]
-    titles = [f"head {h} · loc {scores['locality'][h]:.2f} · sym {scores['attention_symmetry'][h]:.2f}"
+    titles = [f"head {h}<br>loc {scores['locality'][h]:.2f}<br>sym {scores['attention_symmetry'][h]:.2f}"
               for h in range(heads)]
     title = (f"Layer 0 attention on identical words ({'with' if keep_special else 'without'} special tokens), "
              "rows = queries, columns = keys")

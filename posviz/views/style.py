@@ -139,7 +139,9 @@ def _place_title(fig: go.Figure) -> None:
         font = look.title_font
     subtitle = wrap(subtitle, look.subtitle_chars) if subtitle else ""
     lines = subtitle.count("<br>") + 1 if subtitle else 0
-    pad = TITLE_GAP + round(lines * look.subtitle_font * 1.3) + (round(1.6 * look.tile_font) if meta.get("tiles") else 0)
+    tile_lines = int(meta.get("tiles") or 0)
+    pad = TITLE_GAP + round(lines * look.subtitle_font * 1.3) + (round((0.4 + 1.2 * tile_lines) * look.tile_font)
+                                                                 if tile_lines else 0)
     fig.update_layout(title=dict(text=wrap(title, chars), x=0, xanchor="left", automargin=True, yref="paper", y=1,
                                  yanchor="bottom", pad=dict(b=pad), font_size=font,
                                  subtitle=dict(text=subtitle or None, font_size=look.subtitle_font)))
@@ -156,8 +158,17 @@ def _remember(fig: go.Figure, **meta) -> go.Figure:
 
 def leave_room_for_tile_titles(fig: go.Figure) -> None:
     """Set the titles of a figure's subplots (tiles of small multiples, panels side by side), which
-    plotly draws just over the plot area, in the figure's look, and its title above them (in place)."""
-    _remember(fig, tiles=True)
+    plotly draws just over the plot area, in the figure's look, and its title above them, as many
+    lines as the longest tile title has (in place)."""
+    lines = max((a.text.count("<br>") + 1 for a in fig.layout.annotations if a.text), default=1)
+    _remember(fig, tiles=lines)
+
+
+def legend_below(fig: go.Figure, **legend) -> None:
+    """The figure's legend in rows at the bottom of the figure, under the x axis and its title
+    (plotly makes room for both: ``yref="container"``), in place; ``legend`` adds to its settings."""
+    fig.update_layout(legend=dict(orientation="h", x=0, xanchor="left", yref="container", y=0, yanchor="bottom",
+                                  **legend))
 
 
 def set_subtitle(fig: go.Figure, text: str) -> None:

@@ -23,7 +23,7 @@ def difference_bars(kept: WordOrderComparison, removed: WordOrderComparison | No
     if removed is not None:
         series["without positions"] = removed.l2("output")
     title = "‖permuted − original‖ per token, last layer (log scale)"
-    fig = figures.token_bars(series, kept.tokens, title, "L2 norm of the difference")
+    fig = figures.token_bars(series, kept.tokens, title, "L2 norm")  # the title says of what
     return View(fig, title, {**series, "tokens": np.array(kept.tokens)})
 
 
@@ -44,7 +44,7 @@ def stage_vectors(shown: WordOrderComparison, stage: str) -> View:
     original, permuted, _ = shown.stage(stage)
     setting = "without positions" if shown.without_positions else "with positions"
     title = f"{STAGES[stage]}, {setting} (tokens × dimensions)"
-    fig = figures.vector_heatmaps({"original order": original, "permuted, put back in the original order": permuted,
+    fig = figures.vector_heatmaps({"original order": original, "permuted, put back<br>in the original order": permuted,
                                    "difference": permuted - original}, title, shown.tokens)
     return View(fig, title, {"original": original, "permuted_back": permuted, "difference": permuted - original,
                              "tokens": np.array(shown.tokens)})

@@ -13,6 +13,8 @@ problem found on the page as drawn (an empty list for a page that holds):
 - a word broken across two lines (a label too narrow for its words);
 - an error box or a traceback;
 - a slide taller than the screen (it must fit without scrolling);
+- overlapping texts of a chart: its title, subtitle, axis titles, annotations (the titles of
+  tiles) and legend entries, any two whose boxes overlap;
 - overlapping tick labels: two tick labels of one axis of a heatmap whose boxes overlap by more
   than a pixel each way.
 """
@@ -74,6 +76,12 @@ LAYOUT_PROBLEMS = r"""
       if (r.width && (r.top < frame.top - 1 || r.right > frame.right + 1 || r.left < frame.left - 1))
         problems.push(`title outside its figure: "${name(t)}"`);
     }
+    const texts = [...chart.querySelectorAll('.gtitle, .gtitle-subtitle, .g-xtitle text, .g-ytitle text, .annotation-text, .legendtext')]
+                  .filter(t => name(t)).map(t => ({text: name(t), box: t.getBoundingClientRect()}));
+    for (let i = 0; i < texts.length; i++)
+      for (let j = i + 1; j < texts.length; j++)
+        if (overlap(texts[i].box, texts[j].box))
+          problems.push(`overlapping texts in "${title}": "${texts[i].text}" and "${texts[j].text}"`);
     if (!chart.querySelector('.hm, .heatmaplayer image')) continue;
     const areas = [...chart.querySelectorAll('.nsewdrag')].map(d => d.getBoundingClientRect());
     if (!areas.length) continue;
