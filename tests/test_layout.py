@@ -115,4 +115,4 @@ def test_lecture_stepped_with_the_keyboard(app_url, browser):
         assert "lecture=" not in page.url and "step=" not in page.url
         assert "BLOOM" in page.url  # the slide's settings stay: the room can go on from there
         page.locator('[data-testid="stSidebar"]', has_text="Showing BLOOM 560M (config only)").wait_for()
-        assert "BLOOM 560M" in page.locator(f"{CHART} .gtitle").first.text_content()  # named in the chart again
+        assert "BLOOM 560M" in page.locator(f"{CHART} .gtitle-subtitle").first.text_content()  # named in the chart
