@@ -293,7 +293,7 @@ def check_attention_figures(at, lm, grid: dict, profile: dict, width: int) -> np
                       for h in range(heads)]
     reference = loc.position_only_attention(posviz.sinusoidal(64, width))
     names = [t["name"] for t in profile["data"]]
-    assert names == [f"head {h}" for h in range(heads)] + [f"sinusoid, width {width}: softmax(P·Pᵀ/√d)"]
+    assert names == [f"head {h}" for h in range(heads)] + ["sinusoid"]
     offsets, mean, _, _ = pr.proximity_by_offset(expected[0], signed=True)
     np.testing.assert_allclose(arr(profile["data"][0]["x"]), offsets)
     np.testing.assert_allclose(arr(profile["data"][0]["y"]), mean, atol=1e-6)

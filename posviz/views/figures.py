@@ -8,6 +8,8 @@ titles, tick labels, presentation mode) is :mod:`posviz.views.style`'s.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -138,6 +140,11 @@ def vector_heatmap(matrix: np.ndarray, title: str, row_title: str, row_labels=No
     return fig
 
 
+#: Longest series name a line chart's legend shows beside the plot; longer ones go in rows below
+#: it, for at most LEGEND_BELOW_MOST series (more stay beside the plot, one per line).
+LEGEND_BESIDE_CHARS, LEGEND_BELOW_MOST = 16, 6
+
+
 def line_figure(series: dict[str, np.ndarray], title: str, xlabel: str, ylabel: str, x_labels=None,
                 x: np.ndarray | None = None, markers: bool = False, log_y: bool = False,
                 references: tuple[str, ...] = ()) -> go.Figure:
@@ -154,6 +161,9 @@ def line_figure(series: dict[str, np.ndarray], title: str, xlabel: str, ylabel: 
         A log y axis labelled in plain numbers (:func:`posviz.views.style.log_ticks`).
     references : tuple of str
         Names of series drawn as black dashed reference lines (a sinusoid beside a model's heads).
+
+    The legend is beside the plot, or below it where a name is longer than
+    :data:`LEGEND_BESIDE_CHARS` (and there are at most :data:`LEGEND_BELOW_MOST` series).
     """
     fig = new_figure(title, height=420)
     colours = iter(line_colours(len(series) - len([n for n in series if n in references])))
@@ -165,6 +175,9 @@ def line_figure(series: dict[str, np.ndarray], title: str, xlabel: str, ylabel: 
                                  text=list(x_labels) if x_labels else None))
     if log_y:
         log_ticks(fig, list(series.values()))
+    if max(map(len, series), default=0) > LEGEND_BESIDE_CHARS and len(series) <= LEGEND_BELOW_MOST:
+        legend_below(fig)  # long names beside the plot would squeeze it
+        fig.update_layout(height=fig.layout.height + 30 * math.ceil(len(series) / 2))  # its rows, below
     fig.update_xaxes(title=xlabel)
     if labelled:
         token_ticks(fig, "x", x_labels)
@@ -229,7 +242,7 @@ def small_multiples(matrices: np.ndarray, titles: list[str], title: str, zmin: f
     matrices : np.ndarray
         [k, n, n]; NaN cells (masked) stay blank.
     titles : list of str
-        One title per matrix.
+        One title per matrix (lines split by ``<br>``; the rows of tiles leave room for them).
     zmin, zmax : float, optional
         Shared colour range; the data's range where omitted.
     names : (str, str)
@@ -243,8 +256,9 @@ def small_multiples(matrices: np.ndarray, titles: list[str], title: str, zmin: f
     matrices, block = block_mean(matrices, max_cells)
     count = matrices.shape[0]
     rows = -(-count // columns)
+    lines = max(t.count("<br>") + 1 for t in titles)  # a tile title's lines: the room between rows of tiles
     fig = make_subplots(rows=rows, cols=columns, subplot_titles=titles, horizontal_spacing=0.02,
-                        vertical_spacing=0.3 / rows)
+                        vertical_spacing=(0.15 + 0.15 * lines) / rows)
     idx = first + np.arange(matrices.shape[-1]) * block
     row_name, col_name = names
     where = (f"{row_name} %{{y}} → {col_name} %{{x}}" if block == 1
@@ -255,7 +269,7 @@ def small_multiples(matrices: np.ndarray, titles: list[str], title: str, zmin: f
                       row=i // columns + 1, col=i % columns + 1)
     finite = matrices[np.isfinite(matrices)]
     _adopt(fig, new_figure(title, height=None, notes=[f"means of {block}×{block} blocks"] * (block > 1),
-                           aspect=round(columns / rows * 0.8, 3)))
+                           aspect=round(columns / rows * 0.8 / (1 + 0.15 * (lines - 1)), 3)))
     fig.update_layout(coloraxis=dict(colorscale=SEQUENTIAL, cmin=float(finite.min()) if zmin is None else zmin,
                                      cmax=float(finite.max()) if zmax is None else zmax))
     fig.update_xaxes(showticklabels=False, showgrid=False)

@@ -9,6 +9,8 @@ problem found on the page as drawn (an empty list for a page that holds):
   its figure;
 - a small heatmap: a heatmap's plot area (all its tiles together, for small multiples) narrower
   than half its column; in slide mode (``slide``: true) one as high as half the screen passes too;
+- a squeezed chart: a line, bar or scatter chart whose plot area is narrower than half its figure
+  or lower than a third of it (a legend or axis titles taking the room);
 - a colour bar shorter or taller than its heatmap by more than a tenth;
 - a word broken across two lines (a label too narrow for its words);
 - an error box or a traceback;
@@ -82,8 +84,15 @@ LAYOUT_PROBLEMS = r"""
       for (let j = i + 1; j < texts.length; j++)
         if (overlap(texts[i].box, texts[j].box))
           problems.push(`overlapping texts in "${title}": "${texts[i].text}" and "${texts[j].text}"`);
-    if (!chart.querySelector('.hm, .heatmaplayer image')) continue;
     const areas = [...chart.querySelectorAll('.nsewdrag')].map(d => d.getBoundingClientRect());
+    if (!chart.querySelector('.hm, .heatmaplayer image')) {  // a line, bar or scatter chart
+      const plot = Math.max(...areas.map(a => a.right)) - Math.min(...areas.map(a => a.left));
+      const high = Math.max(...areas.map(a => a.bottom)) - Math.min(...areas.map(a => a.top));
+      if (areas.length && (plot < frame.width / 2 || high < frame.height / 3))
+        problems.push(`squeezed chart: "${title}" plot area ${Math.round(plot)}×${Math.round(high)} px in a figure ` +
+                      `of ${Math.round(frame.width)}×${Math.round(frame.height)}`);
+      continue;
+    }
     if (!areas.length) continue;
     const area = {left: Math.min(...areas.map(a => a.left)), right: Math.max(...areas.map(a => a.right)),
                   top: Math.min(...areas.map(a => a.top)), bottom: Math.max(...areas.map(a => a.bottom))};
