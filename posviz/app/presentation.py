@@ -8,6 +8,7 @@ import streamlit as st
 
 from posviz.views.style import for_presentation
 
+
 def presenting() -> bool:
     """Whether the sidebar's presentation mode is on: its toggle's value, or before the toggle is
     first drawn in this session (the page's style comes first), ``present=true`` in the URL."""
