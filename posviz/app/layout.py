@@ -69,11 +69,14 @@ def style(presenting: bool) -> None:
 @contextmanager
 def proportional(aspect: float) -> Iterator[None]:
     """A container whose height follows its width (``aspect``: width ÷ height), for one figure drawn
-    with ``height="stretch"``; on a slide, no wider than the slide's chart area is high allows
-    (a container query on that area)."""
+    with ``height="stretch"``: at most 88 % of the window high where it is wider than high (a square
+    heatmap fits the screen), as high as it needs where it is taller (small multiples, whose tiles
+    and their titles would otherwise be squeezed); on a slide, no wider than the slide's chart area
+    is high allows (a container query on that area)."""
     name = key("aspect")
     wrapper = f'[data-testid="stLayoutWrapper"]:has(> .st-key-{name})'
-    st.html(f"<style>{wrapper} {{ aspect-ratio: {aspect}; }} "  # on a slide: as wide as the slide's height allows
+    tall = " max-height: none;" if aspect < 1 else ""  # taller than wide (small multiples): the page scrolls
+    st.html(f"<style>{wrapper} {{ aspect-ratio: {aspect};{tall} }} "  # on a slide: as wide as its height allows
             f".st-key-posviz-slide-charts {wrapper} {{ width: min(100%, calc(100cqh * {aspect})); }}</style>")
     with st.container(key=name):
         yield

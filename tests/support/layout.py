@@ -11,6 +11,7 @@ problem found on the page as drawn (an empty list for a page that holds):
   than half its column; in slide mode (``slide``: true) one as high as half the screen passes too;
 - a squeezed chart: a line, bar or scatter chart whose plot area is narrower than half its figure
   or lower than a third of it (a legend or axis titles taking the room);
+- a tile title of small multiples drawn over a tile;
 - a colour bar shorter or taller than its heatmap by more than a tenth;
 - a word broken across two lines (a label too narrow for its words);
 - an error box or a traceback;
@@ -93,6 +94,13 @@ LAYOUT_PROBLEMS = r"""
                       `of ${Math.round(frame.width)}×${Math.round(frame.height)}`);
       continue;
     }
+    if (areas.length > 1)  // small multiples: no tile's title over another tile
+      for (const t of chart.querySelectorAll('.annotation-text'))
+        for (const a of areas) {  // a text's box reaches a few pixels below its last line's glyphs
+          const r = t.getBoundingClientRect();
+          if (overlap({left: r.left, right: r.right, top: r.top, bottom: r.bottom - 5}, a))
+            problems.push(`tile title over a tile in "${title}": "${name(t)}"`);
+        }
     if (!areas.length) continue;
     const area = {left: Math.min(...areas.map(a => a.left)), right: Math.max(...areas.map(a => a.right)),
                   top: Math.min(...areas.map(a => a.top)), bottom: Math.max(...areas.map(a => a.bottom))};
