@@ -1,5 +1,22 @@
-"""posviz: the Streamlit app. Run with `streamlit run app.py`."""
+"""posviz: the Streamlit app. Run with ``streamlit run app.py``.
 
-from posviz.app.navigation import main
+Streamlit reads this file in two ways. ``streamlit run`` finds the ``st.App`` below and serves it
+with uvicorn: its lifespan starts the warm-up (:mod:`posviz.app.warmup`) before the first
+connection is served; the module is then imported as ``app``. Each script run of a visitor
+executes it as ``__main__``: the navigation and the chosen page (:func:`posviz.app.navigation.main`),
+once the warm-up has imported the pages' modules (AppTest, which has no lifespan, starts the
+warm-up here).
+"""
 
-main()
+import streamlit as st
+
+from posviz.app import warmup
+
+if __name__ == "__main__":
+    warmup.start()
+    warmup.wait_for_imports()
+    from posviz.app.navigation import main
+
+    main()
+else:
+    app = st.App("app.py", lifespan=warmup.lifespan)

@@ -79,7 +79,10 @@ def _patch_streamlit() -> None:
     def _run_script(self, rerun_data):
         wall, start = time.time(), time.perf_counter()
         self.bench_finished = None
-        _patch_posviz()  # imports posviz on the first run, as app.py would (timed with the run)
+        from posviz.app import warmup
+
+        warmup.wait_for_imports()  # as app.py does: the warm-up imports the pages' modules, never beside a run
+        _patch_posviz()  # (timed with the run)
         profile = cProfile.Profile() if PROFILE else None
         try:
             if profile is None:

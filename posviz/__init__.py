@@ -3,21 +3,47 @@
 A plain library (no Streamlit): load a model, read its positional encodings (``lm.encodings``),
 the input representation and attention patterns of a sentence, and compare positions. The views
 (:mod:`posviz.views`) turn these into figures; the app (:mod:`posviz.app`) draws them.
+
+``import posviz`` itself imports nothing heavy: each name below is imported from its module on
+first use (PEP 562), so that a process that needs only a part of posviz (the app's entry, which
+starts its warm-up before torch is imported) does not pay for torch and transformers up front.
 """
 
-from posviz.analysis.attention import AttentionPatterns, attention
-from posviz.analysis.input_representation import InputRepresentation, input_representation
-from posviz.analysis.projection import project
-from posviz.analysis.similarity import row_profile, similarity
-from posviz.loading import BUNDLED_NAME, LoadedModel, ModelLoadError, ModelTooLargeError, load_model
-from posviz.positions import (
-    AlibiBias, NoPositions, PositionEmbeddings, PositionEncoding, RelativeBias, RelativeEmbeddings, RotaryEncoding,
-    SinusoidalEmbeddings, UnknownPositions, sinusoidal,
-)
+from __future__ import annotations
 
-__all__ = [
-    "AlibiBias", "AttentionPatterns", "BUNDLED_NAME", "InputRepresentation", "LoadedModel", "ModelLoadError",
-    "ModelTooLargeError", "NoPositions", "PositionEmbeddings", "PositionEncoding", "RelativeBias",
-    "RelativeEmbeddings", "RotaryEncoding", "SinusoidalEmbeddings", "UnknownPositions", "attention",
-    "input_representation", "load_model", "project", "row_profile", "similarity", "sinusoidal",
-]
+import importlib
+
+#: Each public name and the module it comes from.
+_PUBLIC = {
+    "posviz.analysis.attention": ("AttentionPatterns", "attention"),
+    "posviz.analysis.input_representation": ("InputRepresentation", "input_representation"),
+    "posviz.analysis.projection": ("project",),
+    "posviz.analysis.similarity": ("row_profile", "similarity"),
+    "posviz.loading": ("BUNDLED_NAME", "LoadedModel", "ModelLoadError", "ModelTooLargeError", "load_model"),
+    "posviz.positions": ("AlibiBias", "NoPositions", "PositionEmbeddings", "PositionEncoding", "RelativeBias",
+                         "RelativeEmbeddings", "RotaryEncoding", "SinusoidalEmbeddings", "UnknownPositions",
+                         "sinusoidal"),
+}
+_SOURCE = {name: module for module, names in _PUBLIC.items() for name in names}
+
+__all__ = sorted(_SOURCE)
+
+
+def __getattr__(name: str):
+    """The public name ``name``, imported from its module on first use (then kept in this module).
+
+    Raises
+    ------
+    AttributeError
+        For a name posviz does not export.
+    """
+    if name not in _SOURCE:
+        raise AttributeError(f"module 'posviz' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_SOURCE[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """The module's names, the lazily imported public ones included."""
+    return sorted(set(globals()) | set(__all__))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import sys
 import warnings
 
 import numpy as np
@@ -13,6 +15,36 @@ METHODS = ("umap", "pca")
 
 class ProjectionFallback(UserWarning):
     """UMAP was asked for on fewer points than it can embed; PCA was used (the message says why)."""
+
+
+@functools.cache
+def umap_module():
+    """umap-learn, imported, with numba's disk cache on for every compiled function of umap-learn and
+    pynndescent.
+
+    umap-learn marks only some of its numba functions ``cache=True``; the others (about half of
+    its 514 with pynndescent) were compiled anew in every process, some 10 s on a 2-core machine
+    before the first projection. Each function's dispatcher is switched to numba's file cache
+    (``Dispatcher.enable_caching``, what ``cache=True`` does) before its first call, so a
+    restarted server, or a container whose image compiled them, reads them from disk. The cache
+    is numba's: the folder ``NUMBA_CACHE_DIR`` names, or beside umap-learn's sources, or the
+    user's cache folder where those cannot be written.
+
+    Returns
+    -------
+    module
+        ``umap``.
+    """
+    import umap
+    from numba.core.registry import CPUDispatcher
+
+    for name, module in list(sys.modules.items()):
+        if module is None or name.partition(".")[0] not in ("umap", "pynndescent"):
+            continue
+        for value in list(vars(module).values()):
+            if isinstance(value, CPUDispatcher):
+                value.enable_caching()
+    return umap
 
 
 def projection_method(method: str, points: int, n_components: int) -> tuple[str, str]:
@@ -84,6 +116,4 @@ def project(vectors, method: str = "umap", n_components: int = 2, seed: int = 0)
         from sklearn.decomposition import PCA
 
         return PCA(n_components=n_components, random_state=seed).fit_transform(x).astype(np.float32)
-    import umap
-
-    return umap.UMAP(n_components=n_components, random_state=seed).fit_transform(x).astype(np.float32)
+    return umap_module().UMAP(n_components=n_components, random_state=seed).fit_transform(x).astype(np.float32)

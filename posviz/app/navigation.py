@@ -14,7 +14,6 @@ import streamlit as st
 from posviz.app import layout, sidebar, slides
 from posviz.app.notices import page_failed, unusable_values
 from posviz.app.presentation import presenting
-from posviz.app.warmup import warm_up
 from posviz.loading import LoadedModel
 from posviz.store import ModelKey
 
@@ -71,7 +70,7 @@ def _navigation(position: str = "sidebar"):
 
 
 def main() -> None:
-    """Configure the page, draw the navigation and the sidebar, start the warm-up, and run the chosen
+    """Configure the page, draw the navigation and the sidebar, and run the chosen
     page; an unexpected failure of a page becomes a message (:func:`posviz.app.notices.page_failed`).
 
     Above every page: a banner where the model asked for could not be shown (the sidebar may be
@@ -83,7 +82,6 @@ def main() -> None:
     page = _navigation(position="hidden" if slide else "sidebar")
     stem = page.url_path or "model"
     slides.follow(slide)
-    warm_up()
     layout.style(presenting() and slide is None)  # a slide has its own large sizes
     if slide is not None:
         slides.begin(slide)

@@ -1,35 +1,136 @@
-"""Work done once per process in the background, so that the first visitor of a page does not wait for it."""
+"""The app's startup: what a fresh server does once, before its first visitor asks for it.
+
+``streamlit run app.py`` finds the ``st.App`` of ``app.py`` and serves it with uvicorn; its
+:func:`lifespan` runs before the first connection is served and starts :func:`start`: one
+background thread that, in this order,
+
+1. imports what the pages use (torch, transformers, plotly, posviz's pages' modules),
+2. loads the bundled model into the process's model store,
+3. computes the bundled model's default views, the same cached calls the pages make with their
+   defaults (:func:`default_views`),
+4. imports umap-learn, its numba code compiled or read from numba's disk cache
+   (:func:`posviz.analysis.projection.umap_module`), and computes the default projection,
+5. moves every object made so far to the garbage collector's permanent generation
+   (``gc.freeze()``): Streamlit collects garbage after each script run (``runner.postScriptGC``),
+   and without this each collection walks the millions of objects of torch and transformers.
+
+The lifespan does not wait for the thread: the server answers at once, the browser loads the
+frontend meanwhile, and a script run waits only for what it needs: :func:`wait_for_imports`
+before it imports the pages' modules (a module imported by two threads at once can be seen
+half-initialised), then the caches' own locks (``st.cache_data`` and the model store compute a
+value once; other callers wait for it). Without ``st.App`` (AppTest) the first script run starts
+the warm-up.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import logging
 import threading
+import time
+from typing import Callable
 
-import numpy as np
-import pandas  # noqa: F401  imported here, once, so the warm-up thread never imports it beside a page
-import streamlit as st
+_LOG = logging.getLogger(__name__)
+#: Set once the pages' modules are imported (stage 1), and once umap-learn is (stage 4).
+_imported = threading.Event()
+_umap_imported = threading.Event()
+_lock = threading.Lock()
+_thread: threading.Thread | None = None
+#: Seconds from :func:`start` to the end of each stage, by name (for the log and the bench).
+timings: dict[str, float] = {}
 
-from posviz.analysis.projection import project
+
+@contextlib.asynccontextmanager
+async def lifespan(app):
+    """The ``lifespan`` of ``st.App``: starts the warm-up (:func:`start`) before the server serves
+    its first connection, and yields at once (nothing to hand to ``app.state``)."""
+    start()
+    yield
 
 
-@st.cache_resource(show_spinner=False)
-def warm_up() -> threading.Event:
-    """Import umap-learn (with scikit-learn, SciPy, numba) and compile its numba code in a
-    background thread, once per process, so the first projection is fast.
+def start() -> None:
+    """Start the warm-up thread, once per process (later calls do nothing)."""
+    global _thread
+    with _lock:
+        if _thread is None:
+            _thread = threading.Thread(target=_run, name="posviz-warm-up", daemon=True)
+            _thread.start()
 
-    Returns
-    -------
-    threading.Event
-        Set once the imports are done: a page must wait for it before it projects, so that no
-        module is imported by two threads at once (a half-imported module breaks both).
-    """
-    imported = threading.Event()
 
-    def run() -> None:
-        try:
-            import umap  # noqa: F401
-        finally:
-            imported.set()
-        project(np.random.default_rng(0).normal(size=(64, 8)), "umap")
+def wait_for_imports(timeout: float | None = None) -> bool:
+    """Wait until the warm-up has imported the pages' modules; True once it has (False after
+    ``timeout`` seconds). Returns at once where no warm-up was started."""
+    return _thread is None or _imported.wait(timeout)
 
-    threading.Thread(target=run, name="posviz-umap-warm-up", daemon=True).start()
-    return imported
+
+def wait_for_umap(timeout: float | None = None) -> bool:
+    """Wait until the warm-up has imported umap-learn (see :func:`wait_for_imports`)."""
+    return _thread is None or _umap_imported.wait(timeout)
+
+
+def default_views() -> list[tuple[str, Callable[[], object]]]:
+    """The bundled model's views as a first visitor of each page sees them: (name, the cached call
+    its page makes with the page's defaults), cheapest first. Must import after stage 1."""
+    from posviz.app import caches
+    from posviz.app.widgets import DEFAULT_TEXT, DEFAULT_TEXT_PAIR
+    from posviz.positions.base import METRICS
+    from posviz.store import BUNDLED
+    from posviz.views import positions
+
+    encoding = caches.loaded_model(BUNDLED).encodings[0]
+    component, last = encoding.component, encoding.num_positions - 1
+    return [
+        ("similarity", lambda: caches.position_matrix(BUNDLED, component, METRICS[0],
+                                                      *positions.default_range(encoding))),
+        ("q against all", lambda: caches.position_matrix(BUNDLED, component, METRICS[0], 0, last)),
+        ("input representation", lambda: caches.input_parts(BUNDLED, DEFAULT_TEXT, DEFAULT_TEXT_PAIR)),
+        ("attention", lambda: caches.attention_patterns(BUNDLED, DEFAULT_TEXT, DEFAULT_TEXT_PAIR, None)),
+    ]
+
+
+def default_projection() -> Callable[[], object]:
+    """The projection page's cached call with its defaults (UMAP, 2-D, every position)."""
+    from posviz.app import caches
+    from posviz.store import BUNDLED
+
+    encoding = caches.loaded_model(BUNDLED).encodings[0]
+    return lambda: caches.projection(BUNDLED, encoding.component, "umap", 2, 0, encoding.num_positions - 1)
+
+
+def _stage(name: str, began: float) -> None:
+    timings[name] = time.perf_counter() - began
+    _LOG.info("warm-up: %s done %.2f s after the start", name, timings[name])
+
+
+def _run() -> None:
+    began = time.perf_counter()
+    try:
+        import posviz.app.navigation  # noqa: F401  with it every module of the pages
+        from posviz.app import caches
+        from posviz.store import BUNDLED
+    finally:
+        _imported.set()
+    _stage("imports", began)
+    try:
+        caches.loaded_model(BUNDLED)
+        gc.freeze()
+        _stage("bundled model", began)
+        for name, view in default_views():
+            view()
+            _stage(name, began)
+    except Exception:  # a failed warm-up is only a slower first visit; the page says what failed
+        _LOG.exception("warm-up: the bundled model's default views failed")
+    try:
+        from posviz.analysis.projection import umap_module
+
+        umap_module()
+    finally:
+        _umap_imported.set()
+    _stage("umap import", began)
+    try:
+        default_projection()()
+        _stage("projection", began)
+    except Exception:
+        _LOG.exception("warm-up: the default projection failed")
+    gc.freeze()
