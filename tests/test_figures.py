@@ -47,3 +47,39 @@ def test_token_heatmap_keeps_repeated_tokens_apart():
     fig = figures.token_heatmap(np.eye(5), tokens, "t", "w")
     assert fig.data[0].z.shape == (5, 5)
     assert list(fig.layout.yaxis.ticktext) == tokens and list(fig.layout.yaxis.tickvals) == [0, 1, 2, 3, 4]
+
+
+def test_attention_views_of_512_tokens_send_block_means_and_keep_every_weight():
+    from posviz.views import attention
+
+    rng = np.random.default_rng(2)
+    patterns = rng.random((4, 511, 511)).astype(np.float32)
+    tokens = [f"t{i}" for i in range(511)]
+    head = attention.attention_head(patterns, tokens, tokens, layer=0, head=1)
+    z = head.figure.data[0].z
+    assert z.shape == (256, 256) and "means of 2×2 blocks" in head.figure.layout.title.subtitle.text
+    np.testing.assert_allclose(z[10, 20], patterns[1, 20:22, 40:42].mean(), rtol=1e-6)
+    np.testing.assert_allclose(z[255, 0], patterns[1, 510, 0:2].mean(), rtol=1e-6)  # the cut edge: its one row
+    assert list(head.figure.data[0].y[:3]) == [0, 2, 4]  # each block at its first token's index
+    assert "2×2 block mean" in head.figure.data[0].hovertemplate
+    np.testing.assert_array_equal(head.arrays["attention"], patterns[1])  # the downloads: every weight
+    mean = attention.attention_mean(patterns, tokens, tokens, layer=0)
+    np.testing.assert_allclose(mean.figure.data[0].z[0, 0], patterns[:, :2, :2].mean(), rtol=1e-6)
+    assert len(pio.to_json(head.figure, validate=False)) < 500_000  # 1.9 MB with every cell
+
+
+def test_attention_block_means_leave_greyed_rows_out():
+    from posviz.views import attention
+
+    patterns = np.full((1, 300, 300), 1 / 300, dtype=np.float32)
+    hidden = np.zeros((1, 300), dtype=np.float32)
+    hidden[0, :2] = 0.95  # rows 0 and 1 (one block): under 10 % left, greyed
+    hidden[0, 2] = 0.95   # row 2 greyed, row 3 not: the block is drawn, from row 3 alone
+    patterns[0, 3] = 2 / 300
+    tokens = [f"t{i}" for i in range(300)]
+    fig = attention.attention_head(patterns, tokens, tokens, layer=0, head=0, hidden=hidden).figure
+    greyed, shares, main = fig.data
+    assert main.z.shape == (150, 150)
+    assert np.isnan(main.z[0]).all() and greyed.z[0, 0] == 1.0
+    np.testing.assert_allclose(main.z[1, 0], 2 / 300, rtol=1e-6) and np.isnan(greyed.z[1, 0])
+    np.testing.assert_allclose(shares.z[:2, 0], [0.95, 0.475], rtol=1e-6)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -97,12 +96,19 @@ def block_mean(matrix: np.ndarray, max_size: int) -> tuple[np.ndarray, int]:
     f = -(-max(n, m) // max_size)
     if f <= 1:
         return matrix, 1
-    pad = [(0, 0)] * (matrix.ndim - 2) + [(0, -n % f), (0, -m % f)]
-    padded = np.pad(matrix.astype(np.float32), pad, constant_values=np.nan)
-    shape = padded.shape[:-2] + (padded.shape[-2] // f, f, padded.shape[-1] // f, f)
-    with warnings.catch_warnings():  # a block that is all NaN (masked) stays NaN
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return np.nanmean(padded.reshape(shape), axis=(-3, -1)), f
+    x = np.asarray(matrix, dtype=np.float32)
+    rows, cols = np.arange(0, n, f), np.arange(0, m, f)
+
+    def block_sums(a: np.ndarray) -> np.ndarray:  # sums over each block, cut blocks at the edges included
+        return np.add.reduceat(np.add.reduceat(a, rows, axis=-2), cols, axis=-1)
+
+    valid = ~np.isnan(x)
+    if valid.all():
+        sums, counts = block_sums(x), np.outer(np.diff(rows, append=n), np.diff(cols, append=m))
+    else:  # NaN cells (masked) are left out; a block of NaN alone stays NaN
+        sums, counts = block_sums(np.where(valid, x, 0)), block_sums(valid.astype(np.float32))
+    with np.errstate(invalid="ignore"):
+        return (sums / counts).astype(np.float32), f
 
 
 def sample_positions(first: int, last: int, max_points: int) -> tuple[np.ndarray, int]:

@@ -6,6 +6,7 @@ import numpy as np
 
 from posviz.analysis.attention import SIDES, STACKS
 from posviz.views import figures
+from posviz.views.limits import MAX_PAIR_CELLS
 from posviz.views.view import View, view_id
 
 #: Rows of an attention pattern with special tokens hidden are greyed (not rescaled) where less than
@@ -43,7 +44,9 @@ def _top(patterns: np.ndarray, hidden: np.ndarray | None) -> float:
 def attention_head(patterns: np.ndarray, query_tokens: list[str], key_tokens: list[str], *, layer: int, head: int,
                    stack: str | None = None, hidden: np.ndarray | None = None) -> View:
     """The attention pattern of one head with token labels, on the layer's colour scale (0 to its
-    largest weight, shared with :func:`attention_mean` and :func:`attention_grid`).
+    largest weight, shared with :func:`attention_mean` and :func:`attention_grid`). Beyond
+    :data:`~posviz.views.limits.MAX_PAIR_CELLS` tokens (a cell smaller than a pixel in its column)
+    the figure shows block means, said in its subtitle; its arrays keep every weight.
 
     Parameters
     ----------
@@ -69,7 +72,7 @@ def attention_head(patterns: np.ndarray, query_tokens: list[str], key_tokens: li
     row_hidden = None if hidden is None else hidden[head]
     fig = figures.token_heatmap(patterns[head], query_tokens, title, "weight", rows, cols, zmin=0,
                                 zmax=_top(patterns, hidden), col_tokens=key_tokens, hidden=row_hidden,
-                                threshold=VISIBLE_AT_LEAST)
+                                threshold=VISIBLE_AT_LEAST, max_cells=MAX_PAIR_CELLS)
     return View(fig, title, _arrays(patterns[head], query_tokens, key_tokens, row_hidden))
 
 
@@ -83,7 +86,8 @@ def attention_mean(patterns: np.ndarray, query_tokens: list[str], key_tokens: li
     mean = patterns.mean(axis=0)
     row_hidden = None if hidden is None else hidden.mean(axis=0)
     fig = figures.token_heatmap(mean, query_tokens, title, "weight", rows, cols, zmin=0, zmax=_top(patterns, hidden),
-                                col_tokens=key_tokens, hidden=row_hidden, threshold=VISIBLE_AT_LEAST)
+                                col_tokens=key_tokens, hidden=row_hidden, threshold=VISIBLE_AT_LEAST,
+                                max_cells=MAX_PAIR_CELLS)
     return View(fig, title, _arrays(mean, query_tokens, key_tokens, row_hidden))
 
 

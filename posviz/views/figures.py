@@ -257,8 +257,10 @@ def small_multiples(matrices: np.ndarray, titles: list[str], title: str, zmin: f
     count = matrices.shape[0]
     rows = -(-count // columns)
     lines = max(t.count("<br>") + 1 for t in titles)  # a tile title's lines: the room between rows of tiles
-    fig = make_subplots(rows=rows, cols=columns, subplot_titles=titles, horizontal_spacing=0.02,
-                        vertical_spacing=(0.15 + 0.15 * lines) / rows)
+    fig = _subplots(new_figure(title, height=None, notes=[f"means of {block}×{block} blocks"] * (block > 1),
+                               aspect=round(columns / rows * 0.8 / (1 + 0.15 * (lines - 1)), 3)),
+                    rows=rows, cols=columns, subplot_titles=titles, horizontal_spacing=0.02,
+                    vertical_spacing=(0.15 + 0.15 * lines) / rows)
     idx = first + np.arange(matrices.shape[-1]) * block
     row_name, col_name = names
     where = (f"{row_name} %{{y}} → {col_name} %{{x}}" if block == 1
@@ -268,8 +270,6 @@ def small_multiples(matrices: np.ndarray, titles: list[str], title: str, zmin: f
                                  hovertemplate=f"{titles[i]}<br>{where}<br>%{{z:.4f}}<extra></extra>"),
                       row=i // columns + 1, col=i % columns + 1)
     finite = matrices[np.isfinite(matrices)]
-    _adopt(fig, new_figure(title, height=None, notes=[f"means of {block}×{block} blocks"] * (block > 1),
-                           aspect=round(columns / rows * 0.8 / (1 + 0.15 * (lines - 1)), 3)))
     fig.update_layout(coloraxis=dict(colorscale=SEQUENTIAL, cmin=float(finite.min()) if zmin is None else zmin,
                                      cmax=float(finite.max()) if zmax is None else zmax))
     fig.update_xaxes(showticklabels=False, showgrid=False)
@@ -281,13 +281,17 @@ def small_multiples(matrices: np.ndarray, titles: list[str], title: str, zmin: f
     return fig
 
 
-def _adopt(fig: go.Figure, styled: go.Figure) -> None:
-    """Give a figure made by ``make_subplots`` the layout of a :func:`~posviz.views.style.new_figure`
-    (title, subtitle, fonts, meta), keeping its subplot axes and annotations; its title above the
-    subplots' titles."""
-    fig.update_layout(styled.layout.to_plotly_json())
+def _subplots(styled: go.Figure, **grid) -> go.Figure:
+    """``make_subplots(**grid)`` on a :func:`~posviz.views.style.new_figure`: its look (title, subtitle,
+    fonts, meta) kept, the subplots' axes and titles added, its title above the subplots' titles.
+
+    (Built on the styled figure rather than copying a layout onto a figure of its own: plotly
+    validates a template anew each time one is set, some 10 ms, and 150 ms as a dict.)
+    """
+    fig = make_subplots(figure=styled, **grid)
     if fig.layout.annotations:
         leave_room_for_tile_titles(fig)
+    return fig
 
 
 def heads_grid(patterns: np.ndarray, title: str, zmax: float | None = None) -> go.Figure:
@@ -296,10 +300,19 @@ def heads_grid(patterns: np.ndarray, title: str, zmax: float | None = None) -> g
                            names=("query", "key"))
 
 
+def _row_blocks(values: np.ndarray, block: int) -> np.ndarray:
+    """[n] → [ceil(n / block)]: the mean of each run of ``block`` rows (as :func:`block_mean` groups them)."""
+    values = np.asarray(values, dtype=np.float32)
+    if block == 1:
+        return values
+    padded = np.pad(values, (0, -len(values) % block), constant_values=np.nan)  # a cut block: the rows it has
+    return np.nanmean(padded.reshape(-1, block), axis=1)
+
+
 def token_heatmap(matrix: np.ndarray, tokens: list[str], title: str, colorbar: str,
                   row_title: str = "token", col_title: str = "token", zmin: float | None = None,
                   col_tokens: list[str] | None = None, zmax: float | None = None,
-                  hidden: np.ndarray | None = None, threshold: float = 0.0) -> go.Figure:
+                  hidden: np.ndarray | None = None, threshold: float = 0.0, max_cells: int = MAX_CELLS) -> go.Figure:
     """A token-token matrix with token labels: an attention pattern (query rows, key columns) or
     the similarity of input representations. Square cells; its height follows its width in the app.
 
@@ -322,39 +335,51 @@ def token_heatmap(matrix: np.ndarray, tokens: list[str], title: str, colorbar: s
     threshold : float
         With ``hidden``: rows whose kept share ``1 − hidden`` is below it are greyed (not drawn)
         and their label marked "⊘"; the subtitle states the threshold.
+    max_cells : int
+        Most cells a side sent to the browser: a longer input is shown as the means of
+        ``f × f`` blocks (:func:`posviz.analysis.block_mean`, greyed rows left out of them), said in
+        the subtitle and on hover, which then names the blocks' first tokens' indices; the
+        figure's arrays (downloads) keep every cell.
     """
     cols = list(tokens) if col_tokens is None else list(col_tokens)
-    rows_idx, cols_idx = np.arange(len(tokens)), np.arange(len(cols))
-    labelled = len(tokens) <= MAX_LABELS and len(cols) <= MAX_LABELS
-    notes, row_labels, z = [], list(tokens), _f32(matrix)
-    if hidden is None:
-        fig = new_figure(title, height=None, aspect=HEATMAP_ASPECT)
-    else:
-        greyed = (1 - np.asarray(hidden)) < threshold
+    z = _f32(matrix)
+    greyed = None if hidden is None else (1 - np.asarray(hidden)) < threshold
+    if greyed is not None:
         z = z.copy()
         z[greyed] = np.nan
+    z, block = block_mean(z, max_cells)
+    rows_idx, cols_idx = np.arange(0, len(tokens), block), np.arange(0, len(cols), block)
+    labelled = block == 1 and len(tokens) <= MAX_LABELS and len(cols) <= MAX_LABELS
+    notes, row_labels = [f"means of {block}×{block} blocks"] * (block > 1), list(tokens)
+    if hidden is None:
+        fig = new_figure(title, height=None, notes=notes, aspect=HEATMAP_ASPECT)
+    else:
         row_labels = [f"⊘ {t}" if g else t for t, g in zip(tokens, greyed)]
-        notes = [f"⊘ grey rows: under {threshold:.0%} of their attention is on the tokens shown, so they are not "
-                 "rescaled", "right: the share of each row hidden"]
-        fig = make_subplots(rows=1, cols=2, column_widths=[0.9, 0.1], shared_yaxes=True, horizontal_spacing=0.02)
-        _adopt(fig, new_figure(title, height=None, notes=notes, aspect=HEATMAP_ASPECT + 0.1))
-        fig.add_trace(go.Heatmap(z=np.where(greyed[:, None], 1.0, np.nan) * np.ones((1, len(cols))), x=cols_idx,
+        greyed, shares = _row_blocks(greyed, block) == 1, _row_blocks(hidden, block)  # a block greyed where all is
+        notes += [f"⊘ grey rows: under {threshold:.0%} of their attention is on the tokens shown, so they are not "
+                  "rescaled", "right: the share of each row hidden"]
+        fig = _subplots(new_figure(title, height=None, notes=notes, aspect=HEATMAP_ASPECT + 0.1),
+                        rows=1, cols=2, column_widths=[0.9, 0.1], shared_yaxes=True, horizontal_spacing=0.02)
+        fig.add_trace(go.Heatmap(z=np.where(greyed[:, None], 1.0, np.nan) * np.ones((1, len(cols_idx))), x=cols_idx,
                                  y=rows_idx, colorscale=[[0, MISSING], [1, MISSING]], showscale=False,
                                  hoverinfo="skip", name="greyed"), row=1, col=1)
         fig.add_trace(go.Heatmap(
-            z=_f32(np.asarray(hidden)[:, None]), x=[0], y=rows_idx, zmin=0, zmax=1, colorscale="Greys", name="hidden",
+            z=_f32(shares[:, None]), x=[0], y=rows_idx, zmin=0, zmax=1, colorscale="Greys", name="hidden",
             showscale=False, texttemplate="%{z:.0%}" if len(tokens) <= 40 else None,
-            customdata=np.array(tokens, dtype=object)[:, None],
-            hovertemplate=f"{row_title} %{{y}} %{{customdata}}<br>hidden: %{{z:.1%}} of its attention<extra></extra>",
+            customdata=np.array(tokens, dtype=object)[rows_idx, None],
+            hovertemplate=f"{row_title} %{{y}} %{{customdata}}<br>hidden: %{{z:.1%}} of its attention"
+                          f"{f' (mean of {block} rows)' if block > 1 else ''}<extra></extra>",
         ), row=1, col=2)
         fig.update_xaxes(tickvals=[0], ticktext=["hidden"], showgrid=False, row=1, col=2)
     main = dict(row=1, col=1) if hidden is not None else {}
+    where = (f"{row_title} %{{y}} %{{customdata[0]}} · {col_title} %{{x}} %{{customdata[1]}}" if labelled
+             else f"{row_title} %{{y}} · {col_title} %{{x}}" if block == 1
+             else f"{row_title}s %{{y}}… · {col_title}s %{{x}}… ({block}×{block} block mean)")
     fig.add_trace(go.Heatmap(
         z=z, x=cols_idx, y=rows_idx, zmin=zmin, zmax=zmax, colorscale=SEQUENTIAL, name=colorbar,
         colorbar=colour_bar(colorbar),
         customdata=np.array([[(a, b) for b in cols] for a in tokens], dtype=object) if labelled else None,
-        hovertemplate=(f"{row_title} %{{y}} %{{customdata[0]}} · {col_title} %{{x}} %{{customdata[1]}}" if labelled
-                       else f"{row_title} %{{y}} · {col_title} %{{x}}") + "<br>%{z:.4f}<extra></extra>",
+        hovertemplate=where + "<br>%{z:.4f}<extra></extra>",
     ), **main)
     fig.update_xaxes(title=col_title, **main)
     fig.update_yaxes(title=row_title, **main)
@@ -363,7 +388,6 @@ def token_heatmap(matrix: np.ndarray, tokens: list[str], title: str, colorbar: s
         token_ticks(fig, "y", row_labels)
     _square(fig, 1 if hidden is not None else None)
     return fig
-
 
 
 def offset_band_figure(panels: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]], title: str,
@@ -377,7 +401,8 @@ def offset_band_figure(panels: dict[str, tuple[np.ndarray, np.ndarray, np.ndarra
         As :func:`posviz.properties.proximity_by_offset` returns them: the line is ``mean``, the
         shaded band runs from ``low`` to ``high``.
     """
-    fig = make_subplots(rows=1, cols=len(panels), subplot_titles=list(panels), horizontal_spacing=0.08)
+    fig = _subplots(new_figure(title, height=460), rows=1, cols=len(panels), subplot_titles=list(panels),
+                    horizontal_spacing=0.08)
     for i, (name, (offsets, mean, low, high)) in enumerate(panels.items()):
         colour = QUALITATIVE[i % len(QUALITATIVE)]
         x = np.asarray(offsets)
@@ -392,7 +417,6 @@ def offset_band_figure(panels: dict[str, tuple[np.ndarray, np.ndarray, np.ndarra
                       row=1, col=i + 1)
         fig.update_xaxes(title=xlabel, row=1, col=i + 1)
         fig.update_yaxes(title=ylabel if i == 0 else None, row=1, col=i + 1)
-    _adopt(fig, new_figure(title, height=460))
     legend_below(fig)
     return fig
 
@@ -452,8 +476,9 @@ def vector_heatmaps(panels: dict[str, np.ndarray], title: str, row_labels: list[
     """
     limit = clip_limits(np.abs(np.concatenate([np.ravel(m) for m in panels.values()])), 99.5)[1] or 1.0
     rows = np.arange(len(row_labels))
-    fig = make_subplots(rows=1, cols=len(panels), subplot_titles=list(panels), horizontal_spacing=0.03,
-                        shared_yaxes=True)
+    fig = _subplots(new_figure(title, height=max(440, min(760, 22 * len(rows) + 240)),
+                               notes=["one colour scale, clipped to the 99.5th percentile of |value|"]),
+                    rows=1, cols=len(panels), subplot_titles=list(panels), horizontal_spacing=0.03, shared_yaxes=True)
     for i, (name, matrix) in enumerate(panels.items()):
         fig.add_trace(go.Heatmap(
             z=_f32(matrix), y=rows, coloraxis="coloraxis", customdata=np.array(
@@ -462,8 +487,6 @@ def vector_heatmaps(panels: dict[str, np.ndarray], title: str, row_labels: list[
         ), row=1, col=i + 1)
         fig.update_xaxes(title="dimension", row=1, col=i + 1)
     fig.update_yaxes(autorange="reversed")
-    _adopt(fig, new_figure(title, height=max(440, min(760, 22 * len(rows) + 240)),
-                           notes=["one colour scale, clipped to the 99.5th percentile of |value|"]))
     if len(row_labels) <= MAX_LABELS:
         token_ticks(fig, "y", row_labels)
     fig.update_layout(coloraxis=dict(colorscale=DIVERGING, cmin=-limit, cmax=limit, colorbar=colour_bar("value")))

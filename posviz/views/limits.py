@@ -12,6 +12,9 @@ MAX_POSITIONS = 2048
 MAX_POSITIONS_BIAS = 512
 #: Most cells per side a heatmap sends the browser (about its width in pixels): block means beyond.
 MAX_CELLS = 512
+#: The same for a heatmap in one of two columns (an attention head beside the mean of its layer):
+#: its plot area is 338 pixels wide at 1024×768 and 460 at 1920×1080.
+MAX_PAIR_CELLS = 256
 #: Most cells per side of one tile of small multiples (a tile is about 230 pixels high).
 MAX_TILE_CELLS = 96
 #: Beyond this many tokens an axis shows indices, and hover the tokens.

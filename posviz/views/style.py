@@ -53,6 +53,22 @@ SLIDE_TICK_LABELS = 16
 _MARGIN = dict(l=70, r=30, t=30, b=60)
 
 
+def _template() -> go.layout.Template:
+    """plotly's "plotly_white" template with the defaults of the trace types posviz draws only
+    (heatmap, scatter, scatter3d, bar): the same look, at half the size. A template is copied into
+    every figure and sent with it; the whole of plotly_white, with its defaults of 24 trace types,
+    costs about 4 ms more per figure and 3.5 kB more on the wire."""
+    import plotly.io as pio
+
+    white = pio.templates["plotly_white"]
+    return go.layout.Template(layout=white.layout, data={kind: white.data[kind]
+                                                          for kind in ("heatmap", "scatter", "scatter3d", "bar")})
+
+
+#: The template of every figure (:func:`new_figure`).
+TEMPLATE = _template()
+
+
 def wrap(text: str, width: int) -> str:
     """``text`` with ``<br>`` between words so that no line is longer than ``width`` characters
     (a longer word stays whole); existing ``<br>`` are kept.
@@ -94,7 +110,7 @@ def new_figure(title: str, height: int | None = 560, notes: Sequence[str] = (), 
         app's layout and for exports (:func:`aspect_of`).
     """
     fig = go.Figure()
-    fig.update_layout(template="plotly_white", font=dict(size=FONT), margin=_MARGIN, colorway=QUALITATIVE,
+    fig.update_layout(template=TEMPLATE, font=dict(size=FONT), margin=_MARGIN, colorway=QUALITATIVE,
                       height=height, meta={"title": title, "subtitle": " · ".join(notes), "aspect": aspect,
                                            "look": "screen"})
     _place_title(fig)
