@@ -88,15 +88,29 @@ class Server:
         return len(read_events(self.events))
 
 
+#: The floor: a bare Streamlit page with one plotly chart, what no Streamlit app can beat.
+FLOOR_SCRIPT = """import numpy as np
+import plotly.graph_objects as go
+import streamlit as st
+
+st.plotly_chart(go.Figure(go.Heatmap(z=np.random.default_rng(0).random((64, 64)))))
+"""
+
+
 @contextlib.contextmanager
-def app_server(workdir: Path):
-    """Start the app (see the module docstring); yield a :class:`Server` once ``/_stcore/health``
+def app_server(workdir: Path, floor: bool = False):
+    """Start the app (see the module docstring), or with ``floor`` :data:`FLOOR_SCRIPT` by plain
+    ``streamlit run`` with the same options; yield a :class:`Server` once ``/_stcore/health``
     answers (polled every 50 ms); stop it afterwards."""
     port = free_port()
     fd, events = tempfile.mkstemp(prefix="events-", suffix=".jsonl", dir=workdir)
     os.close(fd)
     log = Path(events).with_suffix(".log")
-    cmd = [sys.executable, "-m", "bench.serve", "run", "app.py", "--server.headless", "true",
+    script = "app.py"
+    if floor:
+        script = str(Path(events).with_suffix(".py"))
+        Path(script).write_text(FLOOR_SCRIPT)
+    cmd = [sys.executable, "-m", "streamlit" if floor else "bench.serve", "run", script, "--server.headless", "true",
            "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"]
     env = dict(os.environ, PYTHONUNBUFFERED="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
                POSVIZ_BENCH_EVENTS=events)
@@ -285,25 +299,46 @@ def cold_start(browser, workdir: Path) -> dict:
     return out
 
 
+def floor(browser, workdir: Path) -> dict:
+    """The floor (:data:`FLOOR_SCRIPT`): its first chart from the process start
+    (``first_chart_s``), then a page load of the warm server in a new tab (``warm_chart_s``),
+    seconds."""
+    with app_server(workdir, floor=True) as server:
+        with Tab.open(browser) as tab:
+            first = tab.visit(server.base + "/")
+        with Tab.open(browser) as tab:
+            warm = tab.visit(server.base + "/")
+    return dict(first_chart_s=first["chart_at"] - server.started, warm_chart_s=warm["chart_s"])
+
+
 def idle_server(browser, workdir: Path) -> dict:
-    """One fresh server left alone for :data:`UP_S`, then: the projection page with UMAP (the
-    first visit of the server); the model page and the projection page again by the sidebar
-    (warm); a reload; a 3-D UMAP (computed anew); the attention page's layer slider (one key
-    press) for the default sentence and for 512 tokens; q on the similarity page. Times in
-    seconds, sizes in bytes."""
-    with app_server(workdir) as server, Tab.open(browser) as tab:
+    """One fresh server left alone for :data:`UP_S`, then: the model page (the first visit of the
+    server); in a new tab, the projection page with UMAP (its first visit); the model page and the
+    projection page again by the sidebar (warm); a reload; a 3-D UMAP (computed anew); the
+    attention page's layer slider (one key press) for the default sentence and for 512 tokens; q
+    on the similarity page. Times in seconds, sizes in bytes."""
+    with app_server(workdir) as server:
         time.sleep(max(0.0, server.started + UP_S - time.perf_counter()))
-        out = dict(umap_first=tab.visit(server.base + "/projection", "UMAP"))
-        tab.navigate("Model", "Length of each position embedding")
-        out["umap_again"] = tab.navigate("Projection", "UMAP")
-        start = time.perf_counter()
-        tab.page.reload()
-        out["umap_reload"] = tab.settle(start)
-        out["umap_3d"] = tab.visit(server.base + "/projection?dims=3")
-        tab.visit(server.base + "/attention")
-        out["layer_slider"] = tab.act(press_key(tab, "Layer", "ArrowRight"), server)
-        tab.visit(server.base + PAGES["attention, 512 tokens"])
-        out["layer_slider_512"] = tab.act(press_key(tab, "Layer", "ArrowRight"), server)
-        tab.visit(server.base + "/similarity")
-        out["similarity_q"] = tab.act(type_number(tab, "q", 200), server)
+        with Tab.open(browser) as tab:
+            out = dict(first_visit=tab.visit(server.base + "/"))
+        with Tab.open(browser) as tab:
+            out.update(_idle_visits(tab, server))
+    return out
+
+
+def _idle_visits(tab: Tab, server: Server) -> dict:
+    """The visits of :func:`idle_server` after its first."""
+    out = dict(umap_first=tab.visit(server.base + "/projection", "UMAP"))
+    tab.navigate("Model", "Length of each position embedding")
+    out["umap_again"] = tab.navigate("Projection", "UMAP")
+    start = time.perf_counter()
+    tab.page.reload()
+    out["umap_reload"] = tab.settle(start)
+    out["umap_3d"] = tab.visit(server.base + "/projection?dims=3")
+    tab.visit(server.base + "/attention")
+    out["layer_slider"] = tab.act(press_key(tab, "Layer", "ArrowRight"), server)
+    tab.visit(server.base + PAGES["attention, 512 tokens"])
+    out["layer_slider_512"] = tab.act(press_key(tab, "Layer", "ArrowRight"), server)
+    tab.visit(server.base + "/similarity")
+    out["similarity_q"] = tab.act(type_number(tab, "q", 200), server)
     return out
