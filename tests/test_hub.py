@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import shutil
 import struct
+import time
+import urllib.request
 
 import numpy as np
 import pytest
@@ -17,6 +19,7 @@ from transformers import AutoModel
 
 import posviz
 from posviz import hub, settings
+from tests.support.local_hub import LocalHub
 from tests.support.tiny_models import ALL, SCHEME_FAMILIES, build_tiny, bundled_path
 
 
@@ -243,3 +246,21 @@ def test_settings(monkeypatch):
     free = settings.free_memory(torch.device("cpu"))
     assert 0 < settings.model_budget(torch.device("cpu")) <= free
     assert settings.human_bytes(90_868_140) == "90.9 MB"
+
+
+def test_the_local_hub_shapes_its_link(tmp_path):
+    (tmp_path / "files").mkdir()
+    (tmp_path / "files" / "blob.bin").write_bytes(bytes(2_000_000))
+    shaped = LocalHub(tmp_path / "hub", bandwidth=10e6, rtt=0.02)
+    try:
+        shaped.add("posviz-test/blob", tmp_path / "files")
+        assert shaped.delay(2_000_000) == pytest.approx(0.22) and shaped.delay(0) == pytest.approx(0.02)
+        url = f"{shaped.url}/posviz-test/blob/resolve/main/blob.bin"
+        start = time.perf_counter()
+        assert len(urllib.request.urlopen(url).read()) == 2_000_000
+        assert time.perf_counter() - start >= 0.18  # a lower bound: a slow machine only adds to it
+        with shaped.shaped(None, 0.0):
+            assert shaped.delay(2_000_000) == 0.0
+        assert (shaped.bandwidth, shaped.rtt) == (10e6, 0.02)
+    finally:
+        shaped.close()
