@@ -53,17 +53,25 @@ def test_positions_only_gives_the_full_loads_numbers(family, tiny_path, tiny_lm)
     assert partial.weight_bytes < full.weight_bytes / 2  # the rest stayed on the meta device
 
 
-def test_bundled_positions_through_the_hub_read_only_the_table(local_hub, bundled_lm):
-    repo = local_hub.add("posviz-test/minilm-positions", bundled_path())
+def _asked(local_hub, repo: str) -> list[str]:
+    """The requests the local Hub had about ``repo`` (not huggingface_hub's daily agent registry)."""
+    return [r for r in local_hub.requests if f"/{repo}/" in f"{r}/"]
+
+
+@pytest.mark.parametrize("link", [None, (100e6, 0.02)], ids=["loopback", "100MBps-20ms"])
+def test_bundled_positions_through_the_hub_read_only_the_table(link, local_hub, bundled_lm):
+    repo = local_hub.add(f"posviz-test/minilm-positions-{'shaped' if link else 'loopback'}", bundled_path())
     header, header_bytes = _header(bundled_path() / "model.safetensors")
     start, end = header["embeddings.position_embeddings.weight"]["data_offsets"]
-    needed = (end - start) + header_bytes + (bundled_path() / "config.json").stat().st_size
-    partial = posviz.load_model(repo, positions_only=True)
-    assert local_hub.sent <= 1.1 * needed, (local_hub.sent, needed, local_hub.requests)
+    with local_hub.shaped(*(link or (None, 0.0))):
+        partial = posviz.load_model(repo, positions_only=True)
+    assert local_hub.sent <= 1.1 * (end - start), (local_hub.sent, end - start, local_hub.requests)
     assert local_hub.sent >= end - start
+    assert len(_asked(local_hub, repo)) <= 4, local_hub.requests  # file list, config, header, tensor
     assert not [r for r in local_hub.requests if r.startswith("GET") and r.endswith("model.safetensors")]
-    np.testing.assert_array_equal(partial.encodings[0].matrix,
-                                  bundled_lm.encodings[0].matrix)
+    table = partial.model.embeddings.position_embeddings.weight
+    assert torch.equal(table, bundled_lm.model.embeddings.position_embeddings.weight)
+    np.testing.assert_array_equal(partial.encodings[0].matrix, bundled_lm.encodings[0].matrix)
 
 
 def test_sharded_bf16_checkpoint_through_the_hub(local_hub, tiny_path, tmp_path):
@@ -81,9 +89,11 @@ def test_sharded_bf16_checkpoint_through_the_hub(local_hub, tiny_path, tmp_path)
 
     partial = posviz.load_model(repo, positions_only=True)
     start, end = entry["data_offsets"]
-    needed = (end - start) + header_bytes + (folder / hub.SAFETENSORS_INDEX).stat().st_size + \
+    first = max(header_bytes, min(hub.HEADER_READ, (folder / shard).stat().st_size))  # the header's one request
+    needed = (end - start) + first + (folder / hub.SAFETENSORS_INDEX).stat().st_size + \
         (folder / "config.json").stat().st_size
     assert local_hub.sent <= 1.1 * needed + 2_000, (local_hub.sent, needed)  # + the file list
+    assert len(_asked(local_hub, repo)) <= 5, local_hub.requests  # file list, config, index, header, tensor
     full = posviz.load_model(repo)
     assert full.dtype == torch.bfloat16
     stored = AutoModel.from_pretrained(folder).embeddings.position_embeddings.weight
