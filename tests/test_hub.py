@@ -160,6 +160,18 @@ def test_offline_a_cached_model_still_loads(local_hub, published):
     assert lm.tokenizer is not None and again.positions_only
 
 
+def test_positions_only_keeps_the_config_in_the_cache(local_hub, tiny_path, tiny_lm):
+    repo = local_hub.add("posviz-test/tiny-llama-config-cached", tiny_path("llama"))
+    posviz.load_model(repo, positions_only=True)
+    assert [r.split()[0] for r in _asked(local_hub, repo)] == ["GET", "GET"]  # file list, config.json
+    local_hub.reset()
+    posviz.load_model(repo, positions_only=True)
+    assert len(_asked(local_hub, repo)) == 1  # the file list; config.json from the cache
+    with local_hub.offline():
+        rotary = posviz.load_model(repo, positions_only=True)  # rotary: the cached config is enough
+    _same_encodings(tiny_lm("llama"), rotary)
+
+
 def test_not_a_model_and_no_tokenizer(local_hub, tmp_path):
     (tmp_path / "readme").mkdir()
     (tmp_path / "readme" / "README.md").write_text("# a dataset card\n")
