@@ -61,7 +61,7 @@ def _asked(local_hub, repo: str) -> list[str]:
 @pytest.mark.parametrize("link", [None, (100e6, 0.02)], ids=["loopback", "100MBps-20ms"])
 def test_bundled_positions_through_the_hub_read_only_the_table(link, local_hub, bundled_lm):
     repo = local_hub.add(f"posviz-test/minilm-positions-{'shaped' if link else 'loopback'}", bundled_path())
-    header, header_bytes = _header(bundled_path() / "model.safetensors")
+    header, _ = _header(bundled_path() / "model.safetensors")
     start, end = header["embeddings.position_embeddings.weight"]["data_offsets"]
     with local_hub.shaped(*(link or (None, 0.0))):
         partial = posviz.load_model(repo, positions_only=True)
