@@ -378,8 +378,12 @@ def load_model(name_or_path: str | None = None, *, revision: str | None = None, 
         raise ModelLoadError(_explain(display, revision, exc)) from exc
     step(f"Reading the configuration of {display} …")
     try:
+        if files is not None and files.revision is not None:  # the Hub: every file from the commit listed
+            kwargs["revision"] = files.revision
+            if "config.json" in files.names:
+                hub.fetch(path, "config.json", files)  # one request, not hf_hub_download's two
         config = AutoConfig.from_pretrained(path, **kwargs)
-    except (OSError, ValueError, KeyError) as exc:
+    except (OSError, ValueError, KeyError, hub_errors.HfHubHTTPError) as exc:
         raise ModelLoadError(_explain(display, revision, exc)) from exc
     family = family_of(config)
     if positions_only:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import shutil
 import struct
+import time
+import urllib.request
 
 import numpy as np
 import pytest
@@ -17,6 +19,7 @@ from transformers import AutoModel
 
 import posviz
 from posviz import hub, settings
+from tests.support.local_hub import LocalHub
 from tests.support.tiny_models import ALL, SCHEME_FAMILIES, build_tiny, bundled_path
 
 
@@ -50,17 +53,25 @@ def test_positions_only_gives_the_full_loads_numbers(family, tiny_path, tiny_lm)
     assert partial.weight_bytes < full.weight_bytes / 2  # the rest stayed on the meta device
 
 
-def test_bundled_positions_through_the_hub_read_only_the_table(local_hub, bundled_lm):
-    repo = local_hub.add("posviz-test/minilm-positions", bundled_path())
-    header, header_bytes = _header(bundled_path() / "model.safetensors")
+def _asked(local_hub, repo: str) -> list[str]:
+    """The requests the local Hub had about ``repo`` (not huggingface_hub's daily agent registry)."""
+    return [r for r in local_hub.requests if f"/{repo}/" in f"{r}/"]
+
+
+@pytest.mark.parametrize("link", [None, (100e6, 0.02)], ids=["loopback", "100MBps-20ms"])
+def test_bundled_positions_through_the_hub_read_only_the_table(link, local_hub, bundled_lm):
+    repo = local_hub.add(f"posviz-test/minilm-positions-{'shaped' if link else 'loopback'}", bundled_path())
+    header, _ = _header(bundled_path() / "model.safetensors")
     start, end = header["embeddings.position_embeddings.weight"]["data_offsets"]
-    needed = (end - start) + header_bytes + (bundled_path() / "config.json").stat().st_size
-    partial = posviz.load_model(repo, positions_only=True)
-    assert local_hub.sent <= 1.1 * needed, (local_hub.sent, needed, local_hub.requests)
+    with local_hub.shaped(*(link or (None, 0.0))):
+        partial = posviz.load_model(repo, positions_only=True)
+    assert local_hub.sent <= 1.1 * (end - start), (local_hub.sent, end - start, local_hub.requests)
     assert local_hub.sent >= end - start
+    assert len(_asked(local_hub, repo)) <= 4, local_hub.requests  # file list, config, header, tensor
     assert not [r for r in local_hub.requests if r.startswith("GET") and r.endswith("model.safetensors")]
-    np.testing.assert_array_equal(partial.encodings[0].matrix,
-                                  bundled_lm.encodings[0].matrix)
+    table = partial.model.embeddings.position_embeddings.weight
+    assert torch.equal(table, bundled_lm.model.embeddings.position_embeddings.weight)
+    np.testing.assert_array_equal(partial.encodings[0].matrix, bundled_lm.encodings[0].matrix)
 
 
 def test_sharded_bf16_checkpoint_through_the_hub(local_hub, tiny_path, tmp_path):
@@ -78,9 +89,11 @@ def test_sharded_bf16_checkpoint_through_the_hub(local_hub, tiny_path, tmp_path)
 
     partial = posviz.load_model(repo, positions_only=True)
     start, end = entry["data_offsets"]
-    needed = (end - start) + header_bytes + (folder / hub.SAFETENSORS_INDEX).stat().st_size + \
+    first = max(header_bytes, min(hub.HEADER_READ, (folder / shard).stat().st_size))  # the header's one request
+    needed = (end - start) + first + (folder / hub.SAFETENSORS_INDEX).stat().st_size + \
         (folder / "config.json").stat().st_size
     assert local_hub.sent <= 1.1 * needed + 2_000, (local_hub.sent, needed)  # + the file list
+    assert len(_asked(local_hub, repo)) <= 5, local_hub.requests  # file list, config, index, header, tensor
     full = posviz.load_model(repo)
     assert full.dtype == torch.bfloat16
     stored = AutoModel.from_pretrained(folder).embeddings.position_embeddings.weight
@@ -145,6 +158,18 @@ def test_offline_a_cached_model_still_loads(local_hub, published):
         lm = posviz.load_model(published)
         again = posviz.load_model(published, positions_only=True)
     assert lm.tokenizer is not None and again.positions_only
+
+
+def test_positions_only_keeps_the_config_in_the_cache(local_hub, tiny_path, tiny_lm):
+    repo = local_hub.add("posviz-test/tiny-llama-config-cached", tiny_path("llama"))
+    posviz.load_model(repo, positions_only=True)
+    assert [r.split()[0] for r in _asked(local_hub, repo)] == ["GET", "GET"]  # file list, config.json
+    local_hub.reset()
+    posviz.load_model(repo, positions_only=True)
+    assert len(_asked(local_hub, repo)) == 1  # the file list; config.json from the cache
+    with local_hub.offline():
+        rotary = posviz.load_model(repo, positions_only=True)  # rotary: the cached config is enough
+    _same_encodings(tiny_lm("llama"), rotary)
 
 
 def test_not_a_model_and_no_tokenizer(local_hub, tmp_path):
@@ -243,3 +268,21 @@ def test_settings(monkeypatch):
     free = settings.free_memory(torch.device("cpu"))
     assert 0 < settings.model_budget(torch.device("cpu")) <= free
     assert settings.human_bytes(90_868_140) == "90.9 MB"
+
+
+def test_the_local_hub_shapes_its_link(tmp_path):
+    (tmp_path / "files").mkdir()
+    (tmp_path / "files" / "blob.bin").write_bytes(bytes(2_000_000))
+    shaped = LocalHub(tmp_path / "hub", bandwidth=10e6, rtt=0.02)
+    try:
+        shaped.add("posviz-test/blob", tmp_path / "files")
+        assert shaped.delay(2_000_000) == pytest.approx(0.22) and shaped.delay(0) == pytest.approx(0.02)
+        url = f"{shaped.url}/posviz-test/blob/resolve/main/blob.bin"
+        start = time.perf_counter()
+        assert len(urllib.request.urlopen(url).read()) == 2_000_000
+        assert time.perf_counter() - start >= 0.18  # a lower bound: a slow machine only adds to it
+        with shaped.shaped(None, 0.0):
+            assert shaped.delay(2_000_000) == 0.0
+        assert (shaped.bandwidth, shaped.rtt) == (10e6, 0.02)
+    finally:
+        shaped.close()

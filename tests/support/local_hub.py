@@ -6,6 +6,12 @@ with file sizes; ``/api/models/{repo}/tree/...``), answers the Hub's error codes
 RepoNotFound / EntryNotFound / RevisionNotFound, 401 GatedRepo, 403) and counts the bytes of
 every response body it sends. Point a process at it with ``HF_ENDPOINT=<hub.url>``, before
 huggingface_hub is imported.
+
+It can shape its traffic like a real link (:meth:`LocalHub.shaped`): each response waits one
+round-trip time before it starts, and response bodies go out in chunks paced to a bandwidth that
+all responses share, as they would share one link. Unshaped (the default) it answers at once.
+It also answers ``/api/agent-harnesses`` as the Hub does (an empty registry), so that
+huggingface_hub caches it for a day in ``HF_HOME`` instead of asking for it again in every process.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import json
 import re
 import shutil
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -23,6 +30,9 @@ from urllib.parse import unquote, urlsplit
 RESOLVE = re.compile(r"^/(?P<repo>[^/]+(?:/[^/]+)?)/resolve/(?P<rev>[^/]+)/(?P<file>.+)$")
 API_MODEL = re.compile(r"^/api/models/(?P<repo>[^/]+(?:/[^/]+)??)(?:/revision/(?P<rev>[^/]+))?$")
 API_TREE = re.compile(r"^/api/models/(?P<repo>[^/]+(?:/[^/]+)?)/tree/(?P<rev>[^/]+)(?:/(?P<path>.*))?$")
+AGENT_REGISTRY = "/api/agent-harnesses"
+#: Bytes of a response body written at once on a shaped link: 64 KiB, 0.66 ms at 100 MB/s.
+CHUNK = 64 * 1024
 
 
 class LocalHub:
@@ -39,10 +49,24 @@ class LocalHub:
         ``"METHOD path [range]"`` of every request since the last :meth:`reset`.
     gated, forbidden : set of str
         Repository ids answered with 401 GatedRepo, or with 403.
+    bandwidth : float or None
+        Bytes per second of the link all response bodies share; None: as fast as loopback goes.
+    rtt : float
+        Round-trip time, seconds, each response waits before it starts; 0 by default.
+
+    Parameters
+    ----------
+    root : Path
+        The folder of the repositories (created if missing).
+    bandwidth, rtt : float or None, float
+        The link's shape (see the attributes); unshaped by default.
     """
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, bandwidth: float | None = None, rtt: float = 0.0):
         self.root = Path(root)
+        self.bandwidth = bandwidth
+        self.rtt = rtt
+        self._link_free = 0.0  # time.monotonic() at which the link has sent all it was given
         self.root.mkdir(parents=True, exist_ok=True)
         self.gated: set[str] = set()
         self.forbidden: set[str] = set()
@@ -82,6 +106,28 @@ class LocalHub:
                 data = file.read_bytes()
                 self._files[version] = data, hashlib.sha256(data).hexdigest()
             return self._files[version]
+
+    @contextlib.contextmanager
+    def shaped(self, bandwidth: float | None, rtt: float):
+        """Within the block the Hub answers as over a link of ``bandwidth`` bytes/s (None:
+        unlimited) and round-trip time ``rtt`` seconds; afterwards as it did before."""
+        before = self.bandwidth, self.rtt
+        self.bandwidth, self.rtt = bandwidth, rtt
+        try:
+            yield self
+        finally:
+            self.bandwidth, self.rtt = before
+
+    def delay(self, size: int) -> float:
+        """Seconds the link adds to a response of ``size`` body bytes when no other response
+        shares it: one round trip plus ``size`` over the bandwidth (0 unshaped)."""
+        return self.rtt + (size / self.bandwidth if self.bandwidth else 0.0)
+
+    def _pace(self, size: int) -> float:
+        """Book ``size`` bytes on the shared link; the ``time.monotonic()`` when they are sent."""
+        with self._lock:
+            self._link_free = max(time.monotonic(), self._link_free) + size / self.bandwidth
+            return self._link_free
 
     def reset(self) -> None:
         """Zero the byte and request counters."""
@@ -143,6 +189,10 @@ def _handler(hub: LocalHub) -> type[BaseHTTPRequestHandler]:
                 return
             path = unquote(urlsplit(self.path).path)
             hub._log(f"{self.command} {path} {self.headers.get('Range', '')}".strip())
+            if path == AGENT_REGISTRY:
+                registry = {"standardEnvVars": [], "harnesses": {}}
+                self._send(200, json.dumps(registry).encode(), {"Content-Type": "application/json"}, head)
+                return
             for pattern, serve in ((RESOLVE, self._resolve), (API_TREE, self._tree), (API_MODEL, self._info)):
                 match = pattern.match(path)
                 if match:
@@ -212,13 +262,22 @@ def _handler(hub: LocalHub) -> type[BaseHTTPRequestHandler]:
             self._send(status, json.dumps({"error": message or code or "Not Found"}).encode(), headers, head)
 
         def _send(self, status: int, body: bytes, headers: dict[str, str], head: bool) -> None:
+            """The response, one round trip late and its body paced to the bandwidth (when shaped)."""
+            time.sleep(hub.rtt)
             self.send_response(status)
             for name, value in headers.items():
                 self.send_header(name, value)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
-            if not head:
+            if head:
+                return
+            if hub.bandwidth:
+                for start in range(0, len(body), CHUNK):
+                    chunk = body[start:start + CHUNK]
+                    time.sleep(max(0.0, hub._pace(len(chunk)) - time.monotonic()))
+                    self.wfile.write(chunk)
+            else:
                 self.wfile.write(body)
-                hub._sent(len(body))
+            hub._sent(len(body))
 
     return Handler
