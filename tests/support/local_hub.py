@@ -271,6 +271,7 @@ def _handler(hub: LocalHub) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             if head:
                 return
+            hub._sent(len(body))  # before the body: a client that has read it never sees the count short
             if hub.bandwidth:
                 for start in range(0, len(body), CHUNK):
                     chunk = body[start:start + CHUNK]
@@ -278,6 +279,5 @@ def _handler(hub: LocalHub) -> type[BaseHTTPRequestHandler]:
                     self.wfile.write(chunk)
             else:
                 self.wfile.write(body)
-            hub._sent(len(body))
 
     return Handler
