@@ -24,8 +24,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from sklearn.linear_model import LinearRegression, LogisticRegression, RidgeCV
-from sklearn.model_selection import KFold, StratifiedKFold, cross_val_predict
 from threadpoolctl import threadpool_limits
 
 #: Regressions of the absolute probe: the paper's least squares, or ridge (an addition of posviz).
@@ -127,6 +125,9 @@ def absolute_position_probe(vectors, folds: int = 5, seed: int = 0, regression: 
     x = _matrix(vectors)
     n = x.shape[0]
     _check_folds(folds, n, "positions")
+    from sklearn.linear_model import LinearRegression, RidgeCV  # here: importing posviz stays light
+    from sklearn.model_selection import KFold, cross_val_predict
+
     estimator = LinearRegression() if regression == "linear" else RidgeCV(alphas=RIDGE_ALPHAS)
     positions = np.arange(n, dtype=np.int64)
     order = np.random.default_rng(seed).permutation(n)
@@ -183,6 +184,9 @@ def relative_order_probe(vectors, pairs: int = 512, folds: int = 5, seed: int = 
     if fewest < folds:
         raise ValueError(f"{pairs} pairs hold only {fewest} of one order: too few for {folds} folds; draw more pairs")
     features = np.concatenate([x[i], x[j]], axis=1)
+    from sklearn.linear_model import LogisticRegression  # here: importing posviz stays light
+    from sklearn.model_selection import StratifiedKFold, cross_val_predict
+
     with _single_threaded_blas():
         predicted = cross_val_predict(LogisticRegression(max_iter=1000), features, labels,
                                       cv=StratifiedKFold(folds, shuffle=True, random_state=seed))

@@ -23,7 +23,6 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import stats
 
 
 def as_square(G) -> np.ndarray:
@@ -168,6 +167,8 @@ def monotonicity(G, max_offset: int | None = None, side: str = "after") -> float
     finite = np.isfinite(mean)
     if finite.sum() < 3 or np.ptp(mean[finite]) == 0:
         return float("nan")
+    from scipy import stats  # here: importing posviz stays light
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return float(stats.spearmanr(offsets[finite], mean[finite]).statistic)

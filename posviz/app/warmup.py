@@ -4,12 +4,12 @@
 :func:`lifespan` runs before the first connection is served and starts :func:`start`: one
 background thread that, in this order,
 
-1. imports what the pages use (torch, transformers, plotly, posviz's pages' modules),
+1. imports what the first chart needs (torch, transformers, plotly, posviz's pages' modules),
 2. loads the bundled model into the process's model store,
 3. computes the bundled model's default views, the same cached calls the pages make with their
    defaults (:func:`default_views`),
-4. imports umap-learn, its numba code compiled or read from numba's disk cache
-   (:func:`posviz.analysis.projection.umap_module`), and computes the default projection,
+4. imports scikit-learn, SciPy and umap-learn, its numba code compiled or read from numba's disk
+   cache (:func:`posviz.analysis.projection.umap_module`), and computes the default projection,
 5. moves every object made so far to the garbage collector's permanent generation
    (``gc.freeze()``): Streamlit collects garbage after each script run (``runner.postScriptGC``),
    and without this each collection walks the millions of objects of torch and transformers.
@@ -17,7 +17,8 @@ background thread that, in this order,
 The lifespan does not wait for the thread: the server answers at once, the browser loads the
 frontend meanwhile, and a script run waits only for what it needs: :func:`wait_for_imports`
 before it imports the pages' modules (a module imported by two threads at once can be seen
-half-initialised), then the caches' own locks (``st.cache_data`` and the model store compute a
+half-initialised), :func:`wait_for_libraries` before a computation that needs scikit-learn, SciPy
+or umap-learn, then the caches' own locks (``st.cache_data`` and the model store compute a
 value once; other callers wait for it). Without ``st.App`` (AppTest) the first script run starts
 the warm-up.
 """
@@ -26,15 +27,18 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import importlib
 import logging
 import threading
 import time
 from typing import Callable
 
 _LOG = logging.getLogger(__name__)
-#: Set once the pages' modules are imported (stage 1), and once umap-learn is (stage 4).
+#: Set once the pages' modules are imported (stage 1), and once the libraries of stage 4 are.
 _imported = threading.Event()
-_umap_imported = threading.Event()
+_libraries_imported = threading.Event()
+#: What stage 4 imports: scikit-learn and SciPy (probes, properties, PCA) before umap-learn.
+LIBRARIES = ("scipy.stats", "sklearn.decomposition", "sklearn.linear_model", "sklearn.model_selection")
 _lock = threading.Lock()
 _thread: threading.Thread | None = None
 #: Seconds from :func:`start` to the end of each stage, by name (for the log and the bench).
@@ -64,9 +68,10 @@ def wait_for_imports(timeout: float | None = None) -> bool:
     return _thread is None or _imported.wait(timeout)
 
 
-def wait_for_umap(timeout: float | None = None) -> bool:
-    """Wait until the warm-up has imported umap-learn (see :func:`wait_for_imports`)."""
-    return _thread is None or _umap_imported.wait(timeout)
+def wait_for_libraries(timeout: float | None = None) -> bool:
+    """Wait until the warm-up has imported scikit-learn, SciPy and umap-learn (see
+    :func:`wait_for_imports`)."""
+    return _thread is None or _libraries_imported.wait(timeout)
 
 
 def default_views() -> list[tuple[str, Callable[[], object]]]:
@@ -122,12 +127,14 @@ def _run() -> None:
     except Exception:  # a failed warm-up is only a slower first visit; the page says what failed
         _LOG.exception("warm-up: the bundled model's default views failed")
     try:
+        for name in LIBRARIES:
+            importlib.import_module(name)
         from posviz.analysis.projection import umap_module
 
         umap_module()
     finally:
-        _umap_imported.set()
-    _stage("umap import", began)
+        _libraries_imported.set()
+    _stage("libraries", began)
     try:
         default_projection()()
         _stage("projection", began)
