@@ -94,7 +94,8 @@ def _patch_streamlit() -> None:
                     profile.dump_stats(os.path.join(PROFILE, f"run-{len(os.listdir(PROFILE))}.prof"))
             end = time.perf_counter()
             _event(event="run", start=wall, seconds=(self.bench_finished or end) - start, total=end - start,
-                   page=rerun_data.page_name)
+                   page=rerun_data.page_name,
+                   warmup=dict(warmup.timings, started_at=warmup.started_at))
 
     script_runner.ScriptRunner._run_script = _run_script
     script_runner.ScriptRunner._on_script_finished = _on_script_finished

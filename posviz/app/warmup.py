@@ -41,8 +41,10 @@ _libraries_imported = threading.Event()
 LIBRARIES = ("scipy.stats", "sklearn.decomposition", "sklearn.linear_model", "sklearn.model_selection")
 _lock = threading.Lock()
 _thread: threading.Thread | None = None
-#: Seconds from :func:`start` to the end of each stage, by name (for the log and the bench).
+#: Seconds from :func:`start` to the end of each stage, by name (for the log and the bench), and
+#: when :func:`start` started the thread (``time.time()``; None before).
 timings: dict[str, float] = {}
+started_at: float | None = None
 
 
 @contextlib.asynccontextmanager
@@ -55,9 +57,10 @@ async def lifespan(app):
 
 def start() -> None:
     """Start the warm-up thread, once per process (later calls do nothing)."""
-    global _thread
+    global _thread, started_at
     with _lock:
         if _thread is None:
+            started_at = time.time()
             _thread = threading.Thread(target=_run, name="posviz-warm-up", daemon=True)
             _thread.start()
 

@@ -265,19 +265,21 @@ def small_multiples(matrices: np.ndarray, titles: list[str], title: str, zmin: f
     row_name, col_name = names
     where = (f"{row_name} %{{y}} → {col_name} %{{x}}" if block == 1
              else f"{row_name}s %{{y}}…, {col_name}s %{{x}}… ({block}×{block} block mean)")
-    for i in range(count):
-        fig.add_trace(go.Heatmap(z=_f32(matrices[i]), x=idx, y=idx, coloraxis="coloraxis",
-                                 hovertemplate=f"{titles[i]}<br>{where}<br>%{{z:.4f}}<extra></extra>"),
-                      row=i // columns + 1, col=i % columns + 1)
+    # Tile i is the subplot of axes x{i + 1} and y{i + 1} (make_subplots numbers them row by row); all
+    # traces and axes are set in one call each, not per subplot (plotly validates every call anew).
+    suffixes = [""] + [str(i + 1) for i in range(1, rows * columns)]
+    fig.add_traces([go.Heatmap(z=_f32(matrices[i]), x=idx, y=idx, coloraxis="coloraxis", xaxis=f"x{suffixes[i]}",
+                               yaxis=f"y{suffixes[i]}",
+                               hovertemplate=f"{titles[i]}<br>{where}<br>%{{z:.4f}}<extra></extra>")
+                    for i in range(count)])
     finite = matrices[np.isfinite(matrices)]
+    axes = {}
+    for suffix in suffixes:  # square tiles: each y axis keeps the scale of its own x axis
+        axes[f"xaxis{suffix}"] = dict(showticklabels=False, showgrid=False, constrain="domain")
+        axes[f"yaxis{suffix}"] = dict(showticklabels=False, showgrid=False, autorange="reversed",
+                                      scaleanchor=f"x{suffix}", constrain="domain")
     fig.update_layout(coloraxis=dict(colorscale=SEQUENTIAL, cmin=float(finite.min()) if zmin is None else zmin,
-                                     cmax=float(finite.max()) if zmax is None else zmax))
-    fig.update_xaxes(showticklabels=False, showgrid=False)
-    fig.update_yaxes(showticklabels=False, showgrid=False, autorange="reversed")
-    for i in range(count):  # square tiles: each y axis keeps the scale of its own x axis
-        suffix = "" if i == 0 else str(i + 1)
-        fig.layout[f"yaxis{suffix}"].update(scaleanchor=f"x{suffix}", constrain="domain")
-        fig.layout[f"xaxis{suffix}"].update(constrain="domain")
+                                     cmax=float(finite.max()) if zmax is None else zmax), **axes)
     return fig
 
 
