@@ -6,12 +6,13 @@ background thread that, in this order,
 
 1. imports what the first chart needs (torch, transformers, plotly, posviz's pages' modules),
 2. loads the bundled model into the process's model store,
-3. computes the bundled model's default views, the same cached calls the pages make with their
+3. (at a lower CPU priority from here on: what is left is for later visitors) computes the bundled
+   model's default views, the same cached calls the pages make with their
    defaults (:func:`default_views`),
 4. imports scikit-learn, SciPy and umap-learn, its numba code compiled or read from numba's disk
    cache (:func:`posviz.analysis.projection.umap_module`), and computes the default projection,
 5. moves every object made so far to the garbage collector's permanent generation
-   (``gc.freeze()``): Streamlit collects garbage after each script run (``runner.postScriptGC``),
+   (``gc.freeze()``, also once after step 2): Streamlit collects garbage after each script run (``runner.postScriptGC``),
    and without this each collection walks the millions of objects of torch and transformers.
 
 The lifespan does not wait for the thread: the server answers at once, the browser loads the
@@ -29,6 +30,7 @@ import contextlib
 import gc
 import importlib
 import logging
+import os
 import threading
 import time
 from typing import Callable
@@ -106,6 +108,14 @@ def default_projection() -> Callable[[], object]:
     return lambda: caches.projection(BUNDLED, encoding.component, "umap", 2, 0, encoding.num_positions - 1)
 
 
+def _yield_to_visitors() -> None:
+    """Lower this thread's CPU priority (``nice`` 10, where the system allows it): what is left of the
+    warm-up is for later visitors, and must not slow down a first visitor's page, nor their browser
+    drawing it on the same machine."""
+    with contextlib.suppress(AttributeError, OSError):  # os.setpriority is POSIX; a thread id, Linux's
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+
+
 def _stage(name: str, began: float) -> None:
     timings[name] = time.perf_counter() - began
     _LOG.info("warm-up: %s done %.2f s after the start", name, timings[name])
@@ -124,6 +134,7 @@ def _run() -> None:
         caches.loaded_model(BUNDLED)
         gc.freeze()
         _stage("bundled model", began)
+        _yield_to_visitors()
         for name, view in default_views():
             view()
             _stage(name, began)
