@@ -14,9 +14,10 @@ from posviz.app import warmup
 
 if __name__ == "__main__":
     warmup.start()
-    warmup.wait_for_imports()
-    from posviz.app.navigation import main
+    with warmup.visiting():
+        warmup.wait_for_imports()
+        from posviz.app.navigation import main
 
-    main()
+        main()
 else:
     app = st.App("app.py", lifespan=warmup.lifespan)

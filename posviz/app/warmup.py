@@ -6,8 +6,7 @@ background thread that, in this order,
 
 1. imports what the first chart needs (torch, transformers, plotly, posviz's pages' modules),
 2. loads the bundled model into the process's model store,
-3. (at a lower CPU priority from here on: what is left is for later visitors) computes the bundled
-   model's default views, the same cached calls the pages make with their
+3. computes the bundled model's default views, the same cached calls the pages make with their
    defaults (:func:`default_views`),
 4. imports scikit-learn, SciPy and umap-learn, its numba code compiled or read from numba's disk
    cache (:func:`posviz.analysis.projection.umap_module`), and computes the default projection,
@@ -15,7 +14,9 @@ background thread that, in this order,
    (``gc.freeze()``, also once after step 2): Streamlit collects garbage after each script run (``runner.postScriptGC``),
    and without this each collection walks the millions of objects of torch and transformers.
 
-The lifespan does not wait for the thread: the server answers at once, the browser loads the
+From step 3 on, what is left is for later visitors: the thread runs at a lower CPU priority and
+starts each step only when no script run is in progress (:func:`visiting`), unless a run waits for
+it. The lifespan does not wait for the thread: the server answers at once, the browser loads the
 frontend meanwhile, and a script run waits only for what it needs: :func:`wait_for_imports`
 before it imports the pages' modules (a module imported by two threads at once can be seen
 half-initialised), :func:`wait_for_libraries` before a computation that needs scikit-learn, SciPy
@@ -43,6 +44,9 @@ _libraries_imported = threading.Event()
 LIBRARIES = ("scipy.stats", "sklearn.decomposition", "sklearn.linear_model", "sklearn.model_selection")
 _lock = threading.Lock()
 _thread: threading.Thread | None = None
+#: Script runs in progress (:func:`visiting`), and whether one of them waits for the warm-up.
+_visits = 0
+_wanted = threading.Event()
 #: Seconds from :func:`start` to the end of each stage, by name (for the log and the bench), and
 #: when :func:`start` started the thread (``time.time()``; None before).
 timings: dict[str, float] = {}
@@ -75,8 +79,31 @@ def wait_for_imports(timeout: float | None = None) -> bool:
 
 def wait_for_libraries(timeout: float | None = None) -> bool:
     """Wait until the warm-up has imported scikit-learn, SciPy and umap-learn (see
-    :func:`wait_for_imports`)."""
-    return _thread is None or _libraries_imported.wait(timeout)
+    :func:`wait_for_imports`); the warm-up no longer gives way to script runs from then on."""
+    if _thread is None or _libraries_imported.is_set():
+        return True
+    _wanted.set()
+    return _libraries_imported.wait(timeout)
+
+
+@contextlib.contextmanager
+def visiting():
+    """Around a script run (``app.py``): while one is in progress, the warm-up does not start its
+    next step for later visitors (see the module docstring)."""
+    global _visits
+    with _lock:
+        _visits += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _visits -= 1
+
+
+def _after_visitors() -> None:
+    """Wait (in the warm-up's thread) until no script run is in progress, or one waits for the warm-up."""
+    while _visits and not _wanted.is_set():
+        time.sleep(0.05)
 
 
 def default_views() -> list[tuple[str, Callable[[], object]]]:
@@ -136,10 +163,12 @@ def _run() -> None:
         _stage("bundled model", began)
         _yield_to_visitors()
         for name, view in default_views():
+            _after_visitors()
             view()
             _stage(name, began)
     except Exception:  # a failed warm-up is only a slower first visit; the page says what failed
         _LOG.exception("warm-up: the bundled model's default views failed")
+    _after_visitors()
     try:
         for name in LIBRARIES:
             importlib.import_module(name)
