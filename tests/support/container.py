@@ -30,6 +30,7 @@ Command line (the exit status is 1 where there is no working engine, the reason 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -38,6 +39,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -105,6 +107,14 @@ class Engine:
         if done.returncode != 0:
             return None
         return done.stdout.strip() or None
+
+    def healthcheck(self, ref: str) -> list[str] | None:
+        """The image's HEALTHCHECK test (``["CMD", argv...]`` or ``["CMD-SHELL", command]``), None
+        where it has none (podman keeps it only in Docker-format images). Docker files it under
+        ``Config``, podman at the top of ``image inspect``'s answer."""
+        found = json.loads(self.run("image", "inspect", ref).stdout)[0]
+        check = found.get("Healthcheck") or (found.get("Config") or {}).get("Healthcheck") or {}
+        return check.get("Test") or None
 
 
 def _last_line(done: subprocess.CompletedProcess) -> str:
@@ -321,7 +331,8 @@ def torch_source() -> tuple[list[str], str]:
 
 def build(eng: Engine, tag: str, log: Path | None = None) -> float:
     """Build the repository's Dockerfile as ``tag`` (its base from :func:`base_image`, torch from
-    :func:`torch_source`); the build's output goes to ``log`` where given. Returns the seconds the
+    :func:`torch_source`); the build's output goes to ``log`` where given, each line after the
+    seconds since the build started. Returns the seconds the
     build took. The image tagged ``tag`` before, where there was one, is removed once replaced;
     the layers stay cached for the next build.
 
@@ -332,7 +343,8 @@ def build(eng: Engine, tag: str, log: Path | None = None) -> float:
         or torch must come from a local folder and the engine is Docker (its builds mount no
         folders).
     subprocess.CalledProcessError
-        The build failed (the end of its output in ``stderr``).
+        The build failed, or ran past BUILD_TIMEOUT_S and was killed (the end of its output in
+        ``stderr``).
     """
     base_image(eng)
     options, _ = torch_source()
@@ -343,12 +355,20 @@ def build(eng: Engine, tag: str, log: Path | None = None) -> float:
     previous = eng.image_id(tag)
     argv = eng.argv("build", "--network", "host", *options, "-t", tag, str(ROOT))
     start = time.perf_counter()
-    with open(log if log else os.devnull, "w") as out:
-        done = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, timeout=BUILD_TIMEOUT_S)
+    with open(log if log else os.devnull, "w") as out:  # each line after the seconds since the start
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
+        limit = threading.Timer(BUILD_TIMEOUT_S, proc.kill)
+        limit.start()
+        try:
+            for line in proc.stdout:
+                out.write(f"{time.perf_counter() - start:5.0f} s  {line}")
+            proc.wait()
+        finally:
+            limit.cancel()
     elapsed = time.perf_counter() - start
-    if done.returncode != 0:
+    if proc.returncode != 0:
         tail = log.read_text(errors="replace")[-6000:] if log else ""
-        raise subprocess.CalledProcessError(done.returncode, argv, "", tail)
+        raise subprocess.CalledProcessError(proc.returncode, argv, "", tail)
     if previous and previous != eng.image_id(tag):
         eng.run("rmi", previous, check=False)  # untagged now; still used layers stay
     return elapsed
