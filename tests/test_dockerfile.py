@@ -763,7 +763,6 @@ def test_readme_setup_commands_come_first():
 
 # --------------------------------------------------------------------------- a real build
 
-BUILT_TAG = "localhost/posviz-test"  # one tag, rebuilt in place: the engine keeps its layers cached
 CONTAINER_LOG = ROOT / "artifacts" / "container-test.log"
 HEALTH_TIMEOUT_S = 240
 #: Run in the container, from the app's folder: one UMAP in a fresh process, the files of numba's
@@ -831,14 +830,15 @@ def running():
     try:
         engine = container.engine()
         CONTAINER_LOG.parent.mkdir(parents=True, exist_ok=True)
-        seconds = container.build(engine, BUILT_TAG, ROOT / "artifacts" / "image-build.log")
+        seconds = container.build(engine, container.TEST_TAG, container.BUILD_LOG)
     except container.NoEngine as exc:
         pytest.skip(f"no container engine to build the image with: {exc}")
     except subprocess.CalledProcessError as exc:
         pytest.fail(f"the image does not build:\n{exc.stderr}")
     print(f"image built with {engine.name} in {seconds:.0f} s")
     name = f"posviz-test-{uuid.uuid4().hex[:8]}"
-    engine.run("run", "-d", "--name", name, "-e", "SPACE_ID=posviz/test", "-p", f"127.0.0.1::{PORT}", BUILT_TAG)
+    engine.run("run", "-d", "--name", name, "-e", "SPACE_ID=posviz/test", "-p", f"127.0.0.1::{PORT}",
+               container.TEST_TAG)
     with open(CONTAINER_LOG, "w") as log:
         follow = subprocess.Popen(engine.argv("logs", "-f", name), stdout=log, stderr=subprocess.STDOUT)
     try:
@@ -856,7 +856,7 @@ def running():
 def test_container_is_healthy_as_uid_1000_with_cpu_torch(running: Running):
     """The image's own HEALTHCHECK passes, and the app runs as uid 1000 with a writable HF_HOME, a
     CPU build of torch and a browser for export."""
-    check = running.engine.healthcheck(BUILT_TAG)
+    check = running.engine.healthcheck(container.TEST_TAG)
     assert check and check[0] in ("CMD", "CMD-SHELL"), f"the built image has no HEALTHCHECK ({check})"
     argv = check[1:] if check[0] == "CMD" else ["/bin/sh", "-c", check[1]]
     done = running.exec(*argv, timeout=60)

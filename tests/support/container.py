@@ -21,11 +21,12 @@ is used where it resolves; elsewhere a folder of wheels from pip's configuration
 ``PIP_FIND_LINKS`` or ``pip config``) that holds the pinned ``torch`` ``+cpu`` wheel is mounted
 into the build (podman's ``build --volume``) and named instead.
 
-Command line (the exit status is 1 where there is no working engine, the reason on stdout)::
+Command line (exit status 1 where there is no working engine or base image, the reason on stdout;
+3 where the build fails, the end of its log on stdout)::
 
-    python3 -m tests.support.container engine     # the engine, or why none works
-    python3 -m tests.support.container base       # pull or build the base image
-    python3 -m tests.support.container build TAG  # build the Dockerfile as TAG
+    python3 -m tests.support.container engine       # the engine, or why none works
+    python3 -m tests.support.container base         # pull or build the base image
+    python3 -m tests.support.container build [TAG]  # build the Dockerfile (TAG: TEST_TAG)
 """
 
 from __future__ import annotations
@@ -54,6 +55,9 @@ STAND_IN_LABEL = "posviz.stand-in"
 LOCAL_CAS = Path("/usr/local/share/ca-certificates")
 SUITE = "bookworm"
 PYTORCH_INDEX_HOST = "download.pytorch.org"
+#: The image test's tag, rebuilt in place, so that the engine keeps its layers cached.
+TEST_TAG = "localhost/posviz-test"
+BUILD_LOG = ROOT / "artifacts" / "image-build.log"
 PULL_TIMEOUT_S = 600
 BUILD_TIMEOUT_S = 3600
 
@@ -376,7 +380,7 @@ def build(eng: Engine, tag: str, log: Path | None = None) -> float:
 
 def main(args: list[str]) -> int:
     """The command line (module docstring); returns the exit status."""
-    if not args or args[0] not in ("engine", "base", "build") or (args[0] == "build") != (len(args) == 2):
+    if not args or args[0] not in ("engine", "base", "build") or len(args) > (2 if args[0] == "build" else 1):
         print(__doc__.split("Command line", 1)[1], file=sys.stderr)
         return 2
     try:
@@ -387,13 +391,18 @@ def main(args: list[str]) -> int:
             start = time.perf_counter()
             print(f"{base_image(eng)} ({time.perf_counter() - start:.0f} s)")
         else:
-            log = ROOT / "artifacts" / "image-build.log"
-            log.parent.mkdir(parents=True, exist_ok=True)
-            print(f"torch from {torch_source()[1]}")
-            print(f"built {args[1]} in {build(eng, args[1], log):.0f} s (log: {log})")
+            tag = args[1] if len(args) == 2 else TEST_TAG
+            BUILD_LOG.parent.mkdir(parents=True, exist_ok=True)
+            start = time.perf_counter()
+            base = base_image(eng)
+            print(f"base {base} ({time.perf_counter() - start:.0f} s); torch from {torch_source()[1]}")
+            print(f"built {tag} in {build(eng, tag, BUILD_LOG):.0f} s (log: {BUILD_LOG})")
     except NoEngine as exc:
         print(exc)
         return 1
+    except subprocess.CalledProcessError as exc:
+        print(f"the build failed (exit status {exc.returncode}):\n{exc.stderr}")
+        return 3
     return 0
 
 
