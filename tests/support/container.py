@@ -1,8 +1,8 @@
 """A container engine to build and run the Dockerfile with, for the image test
 (``tests/test_dockerfile.py``, marker ``docker``) and CI (``.ci/run``).
 
-The engine is podman (with the runc runtime, which works where crun does not) or Docker, whichever
-answers. The Dockerfile's base image (its ``FROM``, ``python:3.11-slim``) is pulled; where the
+The engine is podman (its runtime named: runc, which Debian's podman can use instead of crun) or
+Docker, whichever answers. The Dockerfile's base image (its ``FROM``, ``python:3.11-slim``) is pulled; where the
 registry cannot be reached, a **local stand-in** is built instead and tagged with the same name
 (``docker.io/library/python:3.11-slim``): Debian bookworm, installed by ``debootstrap`` from this
 machine's apt mirror, with Debian's Python 3.11 as a virtual environment at ``/usr/local``. Like the
@@ -360,15 +360,15 @@ def build(eng: Engine, tag: str, log: Path | None = None) -> float:
     argv = eng.argv("build", "--network", "host", *options, "-t", tag, str(ROOT))
     start = time.perf_counter()
     with open(log if log else os.devnull, "w") as out:  # each line after the seconds since the start
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
-        limit = threading.Timer(BUILD_TIMEOUT_S, proc.kill)
-        limit.start()
-        try:
-            for line in proc.stdout:
-                out.write(f"{time.perf_counter() - start:5.0f} s  {line}")
-            proc.wait()
-        finally:
-            limit.cancel()
+        with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              errors="replace") as proc:
+            limit = threading.Timer(BUILD_TIMEOUT_S, proc.kill)
+            limit.start()
+            try:
+                for line in proc.stdout:
+                    out.write(f"{time.perf_counter() - start:5.0f} s  {line}")
+            finally:
+                limit.cancel()
     elapsed = time.perf_counter() - start
     if proc.returncode != 0:
         tail = log.read_text(errors="replace")[-6000:] if log else ""
