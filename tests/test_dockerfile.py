@@ -832,7 +832,7 @@ def running():
         CONTAINER_LOG.parent.mkdir(parents=True, exist_ok=True)
         seconds = container.build(engine, container.TEST_TAG, container.BUILD_LOG)
     except container.NoEngine as exc:
-        pytest.skip(f"no container engine to build the image with: {exc}")
+        pytest.skip(f"the image cannot be built here: {exc}")
     except subprocess.CalledProcessError as exc:
         pytest.fail(f"the image does not build:\n{exc.stderr}")
     print(f"image built with {engine.name} in {seconds:.0f} s")

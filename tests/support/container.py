@@ -2,19 +2,19 @@
 (``tests/test_dockerfile.py``, marker ``docker``) and CI (``.ci/run``).
 
 The engine is podman (its runtime named: runc, which Debian's podman can use instead of crun) or
-Docker, whichever answers. The Dockerfile's base image (its ``FROM``, ``python:3.11-slim``) is pulled; where the
-registry cannot be reached, a **local stand-in** is built instead and tagged with the same name
-(``docker.io/library/python:3.11-slim``): Debian bookworm, installed by ``debootstrap`` from this
-machine's apt mirror, with Debian's Python 3.11 as a virtual environment at ``/usr/local``. Like the
-official image it puts ``python`` and ``pip`` first on PATH (``/usr/local/bin``), and ``pip
-install`` as root goes to a root-owned site-packages (``/usr/local/lib/python3.11/site-packages``)
-without PEP 668's "externally managed" refusal, since a virtual environment is never externally
-managed; Debian's own Python packages stay out of it, as they are absent from the official image.
-Unlike it, the Python is Debian's build (3.11.2 with Debian's patches), not python.org's latest 3.11,
-and it trusts the CAs this machine adds to Debian's (``/usr/local/share/ca-certificates``), so
-that pip and apt work behind a TLS-inspecting proxy as they do here.
-Its label ``posviz.stand-in`` says so (``podman image inspect``). Either base is kept in the
-engine's storage: a second run reuses it, as the engine reuses the build's cached layers.
+Docker, whichever answers and can run a container. The Dockerfile's base image (its ``FROM``,
+``python:3.11-slim``) is pulled; where the registry cannot be reached, a **local stand-in** is
+built instead and tagged with the same name (``docker.io/library/python:3.11-slim``; label
+``posviz.stand-in``): Debian bookworm, installed by ``debootstrap`` from this machine's apt mirror,
+with Debian's Python 3.11 as a virtual environment at ``/usr/local``. Like the official image it
+puts ``python`` and ``pip`` first on PATH (``/usr/local/bin``), and ``pip install`` as root goes to
+a root-owned site-packages (``/usr/local/lib/python3.11/site-packages``) without PEP 668's
+"externally managed" refusal, since a virtual environment is never externally managed; Debian's own
+Python packages stay out of it, as they are absent from the official image. Unlike it, the Python is
+Debian's build (3.11.2 with Debian's patches), not python.org's latest 3.11, and it trusts the CAs
+this machine adds to Debian's (``/usr/local/share/ca-certificates``), so that pip and apt work
+behind a TLS-inspecting proxy as they do here. Either base is kept in the engine's storage: a
+second run reuses it, as the engine reuses the build's cached layers.
 
 PyTorch's CPU index, the Dockerfile's source of the CPU torch wheel (build argument ``TORCH_FROM``),
 is used where it resolves; elsewhere a folder of wheels from pip's configuration (``find-links``:
@@ -344,13 +344,16 @@ def build(eng: Engine, tag: str, log: Path | None = None) -> float:
     ------
     NoEngine
         The base image or the torch wheel cannot be had (:func:`base_image`, :func:`torch_source`),
-        or torch must come from a local folder and the engine is Docker (its builds mount no
-        folders).
+        the engine cannot run a container of the base image, or torch must come from a local
+        folder and the engine is Docker (its builds mount no folders).
     subprocess.CalledProcessError
         The build failed, or ran past BUILD_TIMEOUT_S and was killed (the end of its output in
         ``stderr``).
     """
-    base_image(eng)
+    base = base_image(eng)
+    smoke = eng.run("run", "--rm", base, "true", check=False)
+    if smoke.returncode != 0:
+        raise NoEngine(f"`{eng.name} run` cannot start a container: {_last_line(smoke)}")
     options, _ = torch_source()
     if options and eng.name != "podman":
         raise NoEngine("torch must come from a local folder, which only podman's build can mount")
