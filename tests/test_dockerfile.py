@@ -611,6 +611,23 @@ def test_requirements_are_installed_with_cpu_torch(image: Image):
             f"torch=={pins[0]} from PyPI is the CUDA build: add --extra-index-url {PYTORCH_CPU_INDEX}")
 
 
+def test_numbas_cache_is_warmed_at_build_time(image: Image):
+    """A RUN as the app's user, after the app is copied and NUMBA_CACHE_DIR set, runs one UMAP
+    (posviz's project), so the container's first projection finds umap-learn's compiled functions
+    in that cache (the image test checks that it does)."""
+    user = app_user(image)
+    app_copy = image_files(image)[str(PurePosixPath(image.workdir, "app.py"))][1]
+    warm = [r for r in image.runs if "project(" in r.command and "'umap'" in r.command.replace('"', "'")]
+    assert warm, "no RUN projects with UMAP at build time: the container's first UMAP compiles numba's code"
+    run = warm[-1]
+    assert is_user(run.user, user), f"line {run.line}: the UMAP runs as {run.user!r}, not {user.name}"
+    assert run.line > app_copy.line, f"line {run.line}: the UMAP runs before the app is copied (line {app_copy.line})"
+    cache = image.env.get("NUMBA_CACHE_DIR", "")
+    assert PurePosixPath(user.home) in PurePosixPath(cache).parents, f"NUMBA_CACHE_DIR={cache!r}, not in {user.home}"
+    set_at = [i.line for i in image.of("ENV") if "NUMBA_CACHE_DIR" in i.args]
+    assert set_at and set_at[0] < run.line, "NUMBA_CACHE_DIR is set after the UMAP that fills it"
+
+
 def test_copied_files_exist_and_are_in_the_context(image: Image):
     rules = dockerignore_rules(DOCKERIGNORE.read_text()) if DOCKERIGNORE.exists() else []
     assert image.copies, "nothing is copied into the image"
