@@ -19,10 +19,13 @@ RUN useradd -m -u 1000 user
 # The packages go into the system site-packages as root, so the app's user cannot change them.
 # PyPI's Linux torch wheel is the CUDA build (several GB of nvidia-* packages, no use on a CPU
 # Space); PyTorch's CPU index offers 2.13.0+cpu, which satisfies torch==2.13.0 and, as a local
-# version of it, is preferred by pip over PyPI's 2.13.0.
+# version of it, is preferred by pip over PyPI's 2.13.0. TORCH_FROM (pip options, split by the
+# shell) names that index; a build that cannot reach it mounts a folder holding the wheel and
+# names that instead: podman build --volume /opt/wheels:/opt/wheels:ro
+# --build-arg TORCH_FROM="--find-links /opt/wheels" (tests/support/container.py does so).
+ARG TORCH_FROM="--extra-index-url https://download.pytorch.org/whl/cpu"
 COPY requirements.txt /tmp/requirements.txt
-RUN pip install --no-cache-dir --extra-index-url https://download.pytorch.org/whl/cpu \
-        -r /tmp/requirements.txt \
+RUN pip install --no-cache-dir $TORCH_FROM -r /tmp/requirements.txt \
     && rm /tmp/requirements.txt
 
 USER user
@@ -36,6 +39,10 @@ RUN mkdir -p "$HF_HOME" "$NUMBA_CACHE_DIR" "$HOME/app"
 
 WORKDIR $HOME/app
 COPY --chown=user . .
+# umap-learn and pynndescent compile their numba functions on first use (a minute on 2 cores):
+# one projection here leaves them in NUMBA_CACHE_DIR, so the container's first UMAP is quick.
+RUN python -c "import numpy as np; from posviz.analysis.projection import project; \
+project(np.random.default_rng(0).normal(size=(64, 8)), 'umap')"
 
 EXPOSE 8501
 # slim has no curl: the standard library asks Streamlit's health endpoint (non-2xx raises, exit 1).

@@ -5,8 +5,14 @@ A small parser reads the Dockerfile's final stage (instructions, backslash conti
 ``$VAR`` / ``${VAR}`` from ENV and ARG) and follows USER, WORKDIR and COPY through it, so the tests
 can ask what the image is: which user runs the app, which folders exist and whose they are, which
 of the repository's files land where, what the container runs and on which port. The HEALTHCHECK
-command itself is run against a stand-in server. Where a Docker engine answers (``docker info``),
-the last test builds the image, starts it and asks it the same questions (marker ``docker``).
+command itself is run against a stand-in server.
+
+The last tests (marker ``docker``) build the image for real with podman (runtime runc) or Docker,
+whichever works (``tests/support/container.py``; skipped where neither does), start it in hosted
+mode as a Space would, and check it: its HEALTHCHECK, uid, CPU torch, numba's cache warmed by the
+build, and, in Chromium, the first chart and the refusal of local paths. Where the registry cannot be
+reached the base image is a local stand-in for python:3.11-slim (Debian bookworm with its Python
+3.11), not the official image.
 """
 
 from __future__ import annotations
@@ -31,6 +37,10 @@ from urllib.parse import urlsplit
 
 import pytest
 import yaml
+
+from tests.support import container
+from tests.support.browser import browser  # noqa: F401  Chromium for the image's tests (a fixture)
+from tests.support.browser import CHART, ERROR_BOX, full_screenshot, log_tail, new_page, open_page
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCKERFILE = ROOT / "Dockerfile"
@@ -601,6 +611,23 @@ def test_requirements_are_installed_with_cpu_torch(image: Image):
             f"torch=={pins[0]} from PyPI is the CUDA build: add --extra-index-url {PYTORCH_CPU_INDEX}")
 
 
+def test_numbas_cache_is_warmed_at_build_time(image: Image):
+    """A RUN as the app's user, after the app is copied and NUMBA_CACHE_DIR set, runs one UMAP
+    (posviz's project), so the container's first projection finds umap-learn's compiled functions
+    in that cache (the image test checks that it does)."""
+    user = app_user(image)
+    app_copy = image_files(image)[str(PurePosixPath(image.workdir, "app.py"))][1]
+    warm = [r for r in image.runs if "project(" in r.command and "'umap'" in r.command.replace('"', "'")]
+    assert warm, "no RUN projects with UMAP at build time: the container's first UMAP compiles numba's code"
+    run = warm[-1]
+    assert is_user(run.user, user), f"line {run.line}: the UMAP runs as {run.user!r}, not {user.name}"
+    assert run.line > app_copy.line, f"line {run.line}: the UMAP runs before the app is copied (line {app_copy.line})"
+    cache = image.env.get("NUMBA_CACHE_DIR", "")
+    assert PurePosixPath(user.home) in PurePosixPath(cache).parents, f"NUMBA_CACHE_DIR={cache!r}, not in {user.home}"
+    set_at = [i.line for i in image.of("ENV") if "NUMBA_CACHE_DIR" in i.args]
+    assert set_at and set_at[0] < run.line, "NUMBA_CACHE_DIR is set after the UMAP that fills it"
+
+
 def test_copied_files_exist_and_are_in_the_context(image: Image):
     rules = dockerignore_rules(DOCKERIGNORE.read_text()) if DOCKERIGNORE.exists() else []
     assert image.copies, "nothing is copied into the image"
@@ -753,57 +780,149 @@ def test_readme_setup_commands_come_first():
 
 # --------------------------------------------------------------------------- a real build
 
+CONTAINER_LOG = ROOT / "artifacts" / "container-test.log"
+HEALTH_TIMEOUT_S = 240
+#: Run in the container, from the app's folder: one UMAP in a fresh process, the files of numba's
+#: cache before and after it (a function compiled anew rewrites its file), and its seconds.
+UMAP_PROBE = """
+import json, os, pathlib, time
+import numpy as np
+from posviz.analysis.projection import project
+cache = pathlib.Path(os.environ["NUMBA_CACHE_DIR"])
+def files():
+    return {str(p): p.stat().st_mtime_ns for p in cache.rglob("*") if p.is_file()}
+before = files()
+start = time.perf_counter()
+project(np.random.default_rng(1).normal(size=(64, 8)), "umap")
+seconds = time.perf_counter() - start
+after = files()
+print(json.dumps({"files": len(before), "written": sorted(p for p in after if before.get(p) != after[p]),
+                  "seconds": seconds}))
+"""
+#: Also run in the container: its uid, a writable HF_HOME, torch's CUDA version and kaleido's browser.
+SETUP_PROBE = ("import os, pathlib, torch; from posviz import export; "
+               "print(os.getuid()); p = pathlib.Path(os.environ['HF_HOME']) / 'probe'; p.write_text('x'); "
+               "print(torch.version.cuda); print(export.find_browser())")
 
-def docker_engine() -> str | None:
-    """Why there is no Docker engine here, or None when `docker info` answers."""
-    if shutil.which("docker") is None:
-        return "no docker command"
+
+@dataclass
+class Running:
+    """A container of the built image: the engine that runs it, its name and the app's URL."""
+
+    engine: container.Engine
+    name: str
+    url: str
+
+    def exec(self, *argv: str, stdin: str | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+        """Run ``argv`` in the container (``stdin`` fed to it), output captured as text."""
+        return subprocess.run(self.engine.argv("exec", *(["-i"] if stdin is not None else []), self.name, *argv),
+                              input=stdin, capture_output=True, text=True, timeout=timeout)
+
+
+def wait_healthy(running: Running) -> None:
+    """Wait until the container's app answers /_stcore/health; fail with the container's log where
+    it exits or does not answer within HEALTH_TIMEOUT_S."""
+    deadline = time.monotonic() + HEALTH_TIMEOUT_S
+    while True:
+        try:
+            with urllib.request.urlopen(running.url + HEALTH_PATH, timeout=5) as answer:
+                if answer.status == 200:
+                    return
+        except (urllib.error.URLError, ConnectionError, OSError):
+            pass
+        state = running.engine.run("inspect", "--format", "{{.State.Running}}", running.name, check=False)
+        if state.stdout.strip() != "true" or time.monotonic() > deadline:
+            pytest.fail(f"the container {'exited' if state.stdout.strip() != 'true' else 'never answered'} "
+                        f"({HEALTH_PATH}):\n{log_tail(CONTAINER_LOG)}")
+        time.sleep(2)
+
+
+@pytest.fixture(scope="module")
+def running():
+    """The image, built from the repository (tests/support/container.py: podman with runc, or
+    Docker; where the registry cannot be reached, the base is a local stand-in for
+    python:3.11-slim, not the official image), started with SPACE_ID set as on a Space (hosted
+    mode) and its port 8501 published on 127.0.0.1; its log followed into CONTAINER_LOG. Skipped
+    where no engine works or the base cannot be had; stopped and removed afterwards."""
     try:
-        done = subprocess.run(["docker", "info"], capture_output=True, text=True, timeout=30)
-    except subprocess.TimeoutExpired:
-        return "`docker info` did not answer in 30 s"
-    if done.returncode != 0:
-        return "no Docker engine (`docker info` failed: " + (done.stderr.strip().splitlines() or ["?"])[-1] + ")"
-    return None
+        engine = container.engine()
+        CONTAINER_LOG.parent.mkdir(parents=True, exist_ok=True)
+        seconds = container.build(engine, container.TEST_TAG, container.BUILD_LOG)
+    except container.NoEngine as exc:
+        pytest.skip(f"the image cannot be built here: {exc}")
+    except subprocess.CalledProcessError as exc:
+        pytest.fail(f"the image does not build:\n{exc.stderr}")
+    print(f"image built with {engine.name} in {seconds:.0f} s")
+    name = f"posviz-test-{uuid.uuid4().hex[:8]}"
+    engine.run("run", "-d", "--name", name, "-e", "SPACE_ID=posviz/test", "-p", f"127.0.0.1::{PORT}",
+               container.TEST_TAG)
+    with open(CONTAINER_LOG, "w") as log:
+        follow = subprocess.Popen(engine.argv("logs", "-f", name), stdout=log, stderr=subprocess.STDOUT)
+    try:
+        host_port = engine.run("port", name, f"{PORT}/tcp").stdout.split()[0].rsplit(":", 1)[1]
+        result = Running(engine, name, f"http://127.0.0.1:{host_port}")
+        wait_healthy(result)
+        yield result
+    finally:
+        engine.run("rm", "-f", name, timeout=120, check=False)
+        follow.terminate()
+        follow.wait(timeout=30)
 
 
 @pytest.mark.docker
-def test_image_builds_and_serves():
-    """Build the image, start it, wait for /_stcore/health, and ask the running container for its
-    uid, a writable HF_HOME, a CPU torch and a browser for export."""
-    reason = docker_engine()
-    if reason:
-        pytest.skip(reason)
-    tag = f"posviz-test:{uuid.uuid4().hex[:8]}"
-    name = f"posviz-test-{uuid.uuid4().hex[:8]}"
-    build = subprocess.run(["docker", "build", "-t", tag, str(ROOT)], capture_output=True, text=True, timeout=3600)
-    assert build.returncode == 0, build.stderr[-4000:]
-    try:
-        subprocess.run(["docker", "run", "-d", "--name", name, "-p", f"127.0.0.1::{PORT}", tag],
-                       check=True, capture_output=True, timeout=120)
-        host_port = subprocess.run(["docker", "port", name, f"{PORT}/tcp"], check=True, capture_output=True,
-                                   text=True, timeout=30).stdout.split()[0].rsplit(":", 1)[1]
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{host_port}{HEALTH_PATH}", timeout=5) as answer:
-                    assert answer.status == 200
-                    break
-            except (urllib.error.URLError, ConnectionError, OSError):
-                if time.monotonic() > deadline:
-                    logs = subprocess.run(["docker", "logs", name], capture_output=True, text=True).stdout
-                    pytest.fail(f"the app never answered {HEALTH_PATH}:\n{logs[-4000:]}")
-                time.sleep(2)
-        probe = ("import os, pathlib, torch; from posviz import export; "
-                 "print(os.getuid()); p = pathlib.Path(os.environ['HF_HOME']) / 'probe'; p.write_text('x'); "
-                 "print(torch.version.cuda); print(export.find_browser())")
-        out = subprocess.run(["docker", "exec", name, "python", "-c", probe], capture_output=True, text=True,
-                             timeout=120)
-        assert out.returncode == 0, out.stderr[-4000:]
-        uid, cuda, browser = out.stdout.split()
-        assert uid == "1000"
-        assert cuda == "None", f"the image's torch is a CUDA build ({cuda})"
-        assert browser != "None", "kaleido finds no browser in the image"
-    finally:
-        subprocess.run(["docker", "rm", "-f", name], capture_output=True, timeout=60)
-        subprocess.run(["docker", "rmi", "-f", tag], capture_output=True, timeout=120)
+def test_container_is_healthy_as_uid_1000_with_cpu_torch(running: Running):
+    """The image's own HEALTHCHECK passes, and the app runs as uid 1000 with a writable HF_HOME, a
+    CPU build of torch and a browser for export."""
+    check = running.engine.healthcheck(container.TEST_TAG)
+    assert check and check[0] in ("CMD", "CMD-SHELL"), f"the built image has no HEALTHCHECK ({check})"
+    argv = check[1:] if check[0] == "CMD" else ["/bin/sh", "-c", check[1]]
+    done = running.exec(*argv, timeout=60)
+    assert done.returncode == 0, f"the HEALTHCHECK fails in the running container:\n{done.stderr[-2000:]}"
+    out = running.exec("python", "-c", SETUP_PROBE, timeout=120)
+    assert out.returncode == 0, out.stderr[-4000:]
+    uid, cuda, browser_path = out.stdout.split()
+    assert uid == "1000"
+    assert cuda == "None", f"the image's torch is a CUDA build ({cuda})"
+    assert browser_path != "None", "kaleido finds no browser in the image"
+
+
+@pytest.mark.docker
+def test_first_umap_uses_numbas_cache_from_the_build(running: Running):
+    """The build compiled umap-learn's and pynndescent's numba functions into NUMBA_CACHE_DIR: a
+    UMAP in a fresh process of the container finds them there and compiles none anew (a recompiled
+    function rewrites its cache file)."""
+    out = running.exec("python", "-", stdin=UMAP_PROBE)
+    assert out.returncode == 0, out.stderr[-4000:]
+    found = json.loads(out.stdout.strip().splitlines()[-1])
+    print(f"first UMAP in the container: {found['seconds']:.1f} s, {found['files']} files in numba's cache")
+    assert found["files"], "numba's cache is empty: the build did not warm it"
+    assert not found["written"], f"the first UMAP compiled again: {found['written'][:5]}"
+
+
+@pytest.mark.docker
+def test_hosted_app_draws_and_refuses_local_paths(running: Running, browser):
+    """In Chromium: the first page draws its first chart in hosted mode (the sidebar says "Hosted
+    demo"); a local folder as model, in the URL (?model=/etc) or typed into the sidebar's Model box,
+    is refused with the hosted demo's message."""
+    refused = "does not open files or folders on its server"
+    with new_page(browser) as page:
+        open_page(page, running.url + "/", "container-model", CONTAINER_LOG)
+        assert page.get_by_text("Hosted demo").first.is_visible(), "the container does not run in hosted mode"
+        page.goto(running.url + "/?model=/etc")
+        page.locator(ERROR_BOX).filter(has_text=refused).first.wait_for(state="visible")
+        page.goto(running.url + "/")
+        page.locator(CHART).first.wait_for(state="visible")
+        label = page.locator('[data-testid="stWidgetLabel"]', has_text=re.compile(r"^\s*Model\s*$"))
+        box = page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').filter(has=label).first
+        box.locator("input").first.click()
+        page.keyboard.type("/etc")
+        page.keyboard.press("Enter")
+        error = page.locator(ERROR_BOX).filter(has_text=refused).first
+        try:
+            error.wait_for(state="visible")
+        except Exception as exc:
+            shot = full_screenshot(page, "failed-container-model-box")
+            raise AssertionError(f"typing /etc as model: no refusal ({exc}); see {shot}\n"
+                                 f"{log_tail(CONTAINER_LOG)}") from exc
+        assert "/etc" in error.inner_text()
+        full_screenshot(page, "container-hosted-refusal")
