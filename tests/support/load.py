@@ -1,13 +1,13 @@
 """A lecture hall: many students at once against one app server, each in a session of their own.
 
 Each student does what a student in a lecture does, an action every few seconds (a pause of
-``THINK_S`` before each), until the time is up: open the attention page by its URL (their model,
-their own sentence), then click around: move the layer or the head slider, type a new sentence,
+``THINK_S`` before each), until the time is up: open a page by its URL (the attention, input or
+similarity page, with their model and their own sentence), then click around: move the layer or the head slider, type a new sentence,
 switch between the attention, input and similarity pages, set q on the similarity page, and now
 and then open the URL again (every ``REOPEN``-th action: a new session, as reloading a browser tab
 starts one). Each student takes the actions of the page they are on in their own order (student
-``n``'s ``i``-th action is the ``(n + i)``-th of ``ACTIONS[page]``), so that together they soon
-do every action. Most students are :class:`~tests.support.streamlit_client.StreamlitSession` s
+``n``'s ``i``-th action is the ``(n // 3 + i)``-th of ``ACTIONS[page]``), so that together they do
+every action in their first two. Most students are :class:`~tests.support.streamlit_client.StreamlitSession` s
 (Streamlit's websocket protocol, no browser: an interaction is timed from the BackMsg sent, or
 the websocket's opening, to the run's ``script_finished``, its charts received); some drive a
 real Chromium (each its own browser context: an interaction is timed from the key press, click
@@ -21,8 +21,9 @@ sentence); the charts are the updated ones: titles naming their layer and head, 
 the last word of their sentence among the tokens (*stale*). One more outcome is counted apart
 (*lost*): a sentence that came with the URL and was not typed since is dropped by a page switch,
 and the page shows the app's default sentence (Streamlit 1.67 filters the parameters bound to
-another page's widgets out of the URL on a page switch; a typed value is kept in the session);
-the student then goes on with the default sentence, until they type one.
+another page's widgets out of the URL on a page switch; a typed value is kept in the session).
+Until the student types a sentence, a page may show either (back on the attention page Chromium
+shows the URL's sentence again).
 
 The server's memory (RSS) is sampled every second where its process is known. Times are
 ``time.perf_counter()`` seconds, sizes bytes.
@@ -43,7 +44,7 @@ from posviz.app.widgets import DEFAULT_TEXT
 from tests.support.browser import CHROMIUM_ARGS, ERROR_BOX, EXCEPTION, chromium
 from tests.support.streamlit_client import StreamlitSession
 
-OPEN = "open attention"
+OPEN = "open a page"
 #: What can go wrong in an interaction (see the module docstring).
 CATEGORIES = ("error", "crossed", "stale", "lost")
 #: The actions a student can take on each page (besides opening the URL again).
@@ -52,6 +53,8 @@ ACTIONS = {
     "input": ("type a sentence", "switch to attention", "switch to similarity"),
     "similarity": ("set q", "switch to attention", "switch to input"),
 }
+#: The pages the students are given links to (student ``n`` opens ``HOMES[n % 3]``).
+HOMES = tuple(ACTIONS)
 #: Every action, the opening first.
 PLAN = (OPEN, *dict.fromkeys(a for page in ACTIONS.values() for a in page))
 #: Every REOPEN-th action opens the URL again.
@@ -201,7 +204,7 @@ def _judge(student: Student, seen: _Seen, titles: list[str], words: list[str]) -
         return "error", "; ".join(seen.problems)[:300]
     if f"Showing {student.model} ·" not in seen.sidebar:
         return "crossed", f"the sidebar shows {seen.sidebar[:120]!r}"
-    if {t for t in seen.tokens if t.isdigit()} - {str(student.number)}:
+    if words and {t for t in seen.tokens if t.isdigit()} - {str(student.number)}:  # a page of tokens
         return "crossed", f"the tokens are {seen.tokens}"
     missing = [t for t in titles if not any(t in shown for shown in seen.titles)]
     if missing or (words and not set(words) & set(seen.tokens)):
@@ -217,25 +220,25 @@ class _Actor:
 
     def __init__(self, student: Student, base: str) -> None:
         self.student, self.base = student, base
-        self.page, self.layer, self.head, self.q, self.typed = "attention", 0, 0, None, 0
-        # linked: the sentence came with the URL (not typed since); switched: a page switch since;
-        # lost: the page showed the app's default sentence instead (see LOST).
-        self.linked, self.switched, self.lost = True, False, False
+        self.home = HOMES[student.number % len(HOMES)]
+        self.page, self.layer, self.head, self.q, self.typed = self.home, 0, 0, None, 0
+        # linked: the sentence came with the URL (not typed since); switched: a page switch since.
+        self.linked, self.switched = True, False
 
     @property
     def text(self) -> str:
-        """The student's sentence (:func:`sentence`), or the app's default once it was lost."""
-        return DEFAULT_TEXT if self.lost else sentence(self.student.number, self.typed)
+        """The student's sentence (:func:`sentence`)."""
+        return sentence(self.student.number, self.typed)
 
     def url(self) -> str:
-        """The attention page's URL path and query, as the student is given it (their sentence)."""
-        return "/attention?" + urllib.parse.urlencode({"model": self.student.model, "text": self.text, "text_pair": ""})
+        """The URL path and query of the student's page, as they are given it (their model and sentence)."""
+        return f"/{self.home}?" + urllib.parse.urlencode({"model": self.student.model, "text": self.text, "text_pair": ""})
 
     def did(self, action: str) -> None:
         """Note what ``action`` changes (before it is done: the client reads the new values)."""
         if action == OPEN:
-            self.page, self.layer, self.head, self.q = "attention", 0, 0, None  # a new session
-            self.linked, self.switched, self.lost = True, False, False
+            self.page, self.layer, self.head, self.q = self.home, 0, 0, None  # a new session
+            self.linked, self.switched = True, False
         elif action.startswith("switch to "):
             self.page, self.switched = action.removeprefix("switch to "), True
         elif action == "layer slider":
@@ -243,7 +246,7 @@ class _Actor:
         elif action == "head slider":
             self.head = 1 - self.head
         elif action == "type a sentence":
-            self.typed, self.linked, self.lost = self.typed + 1, False, False
+            self.typed, self.linked = self.typed + 1, False
         elif action == "set q":
             first = 3 + self.student.number % 20
             self.q = first if self.q != first else first + 1
@@ -255,7 +258,7 @@ class _Actor:
             return ["row q = " if self.q is None else f"row q = {self.q} "], []
         titles = [f"Layer {self.layer}, head {self.head}"] if self.page == "attention" else ["Norm of each part"]
         words = [self.text.split()[-1]]
-        return titles, words + [DEFAULT_TEXT.split()[-1]] * (self.linked and self.switched and not self.lost)
+        return titles, words + [DEFAULT_TEXT.split()[-1]] * (self.linked and self.switched)
 
     async def act(self, action: str) -> tuple[float, _Seen]:
         """Do ``action`` (after :meth:`did`); its time and what it showed."""
@@ -318,14 +321,19 @@ class _ChromiumActor(_Actor):
         elif action.startswith("switch to "):
             await tab.locator('[data-testid="stSidebarNav"] a', has_text=LINKS[self.page]).click()
         elif action in ("layer slider", "head slider"):
-            await tab.get_by_role("slider").nth(action == "head slider").focus()
+            await tab.get_by_role("slider").nth(int(action == "head slider")).focus()
             await tab.keyboard.press("ArrowRight" if (self.layer, self.head)[action == "head slider"] else "ArrowLeft")
         else:
             box = tab.get_by_label("Sentence", exact=False).first if action == "type a sentence" else \
                 tab.get_by_label("q", exact=True)
             await box.fill(self.text if action == "type a sentence" else str(self.q))
             await box.press("Enter")
-        await tab.wait_for_function(_UPDATED_JS, arg=list(self.expected()), polling=100)
+        try:
+            await tab.wait_for_function(_UPDATED_JS, arg=list(self.expected()), polling=100)
+        except Exception as exc:  # no updated chart: say what the page shows
+            shown = await tab.evaluate(_SHOWN_JS)
+            raise TimeoutError(f"{self.expected()} not shown within {BROWSER_TIMEOUT_MS / 1e3:.0f} s: titles "
+                               f"{shown['titles'][:3]}, tokens {shown['tokens']}") from exc
         seconds = time.perf_counter() - start
         shown = await tab.evaluate(_SHOWN_JS)
         problems = self.errors + [await tab.locator(s).first.inner_text() for s in (EXCEPTION, ERROR_BOX)
@@ -345,9 +353,8 @@ async def _interact(actor: _Actor, action: str) -> Interaction:
     try:
         seconds, seen = await actor.act(action)
         category, problem = _judge(actor.student, seen, *actor.expected())
-        actor.lost = actor.lost or category == "lost"
     except Exception as exc:  # a disconnect, a timeout: reported with the others
-        seconds, category, problem = None, "error", f"{type(exc).__name__}: {str(exc)[:300]}"
+        seconds, category, problem = None, "error", f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
     return Interaction(actor.student, action, seconds if category not in ("error", "stale") else None, category,
                        problem)
 
@@ -361,7 +368,7 @@ async def _student(actor: _Actor, deadline: float, record: list[Interaction]) ->
     try:
         while time.perf_counter() < deadline:
             choices = ACTIONS[actor.page]
-            action = OPEN if step % REOPEN == 0 else choices[(actor.student.number + step) % len(choices)]
+            action = OPEN if step % REOPEN == 0 else choices[(actor.student.number // len(HOMES) + step) % len(choices)]
             record.append(await _interact(actor, action))
             step = 0 if record[-1].category not in ("", "lost") else step + 1
             await asyncio.sleep(rng.uniform(*THINK_S))
@@ -415,7 +422,8 @@ def lecture_hall(base: str, students_: list[Student], seconds: float, pid: int |
 def warm_up(base: str, models: list[str]) -> list[str]:
     """Every action once per model, without pauses, in a websocket session (libraries imported,
     models loaded, caches filled: what a server has done before a lecture); the problems seen."""
-    walk = (OPEN, "layer slider", "head slider", "type a sentence", "switch to input", "switch to similarity", "set q")
+    walk = (OPEN, "switch to attention", "layer slider", "head slider", "type a sentence", "switch to input",
+            "switch to similarity", "set q")
 
     async def one_pass(actor: _Actor) -> list[str]:
         try:
