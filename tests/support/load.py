@@ -2,16 +2,17 @@
 
 Each student does what a student in a lecture does, an action every few seconds (a pause of
 ``THINK_S`` before each), until the time is up: open a page by its URL (the attention, input or
-similarity page, with their model and their own sentence), then click around: move the layer or the head slider, type a new sentence,
-switch between the attention, input and similarity pages, set q on the similarity page, and now
-and then open the URL again (every ``REOPEN``-th action: a new session, as reloading a browser tab
-starts one). Each student takes the actions of the page they are on in their own order (student
-``n``'s ``i``-th action is the ``(n // 3 + i)``-th of ``ACTIONS[page]``), so that together they do
-every action in their first two. Most students are :class:`~tests.support.streamlit_client.StreamlitSession` s
-(Streamlit's websocket protocol, no browser: an interaction is timed from the BackMsg sent, or
-the websocket's opening, to the run's ``script_finished``, its charts received); some drive a
-real Chromium (each its own browser context: an interaction is timed from the key press, click
-or navigation to the updated chart drawn and the script idle).
+similarity page, with their model and their own sentence), then click around: move the layer or the
+head slider, type a new sentence, switch between the attention, input and similarity pages, set q
+on the similarity page, and now and then open the URL again (every ``REOPEN``-th action: a new
+session, as reloading a browser tab starts one). Each student takes the actions of the page they
+are on in their own order (student ``n``'s ``i``-th action is the ``(n // 3 + i)``-th of
+``ACTIONS[page]``), so that together they do every action in their first two. Most students are
+:class:`~tests.support.streamlit_client.StreamlitSession` s (Streamlit's websocket protocol, no
+browser: an interaction is timed from the BackMsg sent, or the websocket's opening, to the run's
+``script_finished``, its charts received); some drive a real Chromium (each its own browser
+context: an interaction is timed from the key press, click or navigation to the updated chart drawn
+and the script idle).
 
 After every interaction the student checks what came back: no exception, no error box, no
 JavaScript error, no disconnect (*errors*); the sidebar says ``Showing <their model> ·`` and the
@@ -149,7 +150,7 @@ class Hall:
                 and i.student.kind == (kind or i.student.kind)]
 
     def failed(self, category: str) -> list[Interaction]:
-        """The interactions of one category ("error", "crossed", "stale", "lost")."""
+        """The interactions of one of ``CATEGORIES``."""
         return [i for i in self.interactions if i.category == category]
 
     def by_kind(self) -> dict[str, int]:
@@ -159,9 +160,9 @@ class Hall:
     def summary(self) -> str:
         """A few lines: sessions, interactions, their times, failures, memory, load."""
         times = self.times()
-        lines = [f"{len(self.students)} sessions ({', '.join(f'{n} {k}' for k, n in self.by_kind().items())}), "
-                 f"{self.seconds:.0f} s, {len(self.interactions)} interactions; load average "
-                 f"{self.load[0]:.1f} → {self.load[1]:.1f}"]
+        kinds = ", ".join(f"{n} {k}" for k, n in self.by_kind().items())
+        lines = [(f"{len(self.students)} sessions ({kinds}), {self.seconds:.0f} s, {len(self.interactions)} "
+                  f"interactions; load average {self.load[0]:.1f} → {self.load[1]:.1f}")]
         if times:
             lines.append(f"interaction → updated chart: p50 {percentile(times, 50):.2f} s, "
                          f"p95 {percentile(times, 95):.2f} s, max {max(times):.2f} s")
@@ -171,14 +172,15 @@ class Hall:
                              f"p95 {percentile(self.times(action), 95):.2f} s (n={len(self.times(action))})")
         lines.append("failures: " + ", ".join(f"{c} {len(self.failed(c))}" for c in CATEGORIES))
         lines += [f"  student {i.student.number} ({i.student.kind}), {i.action}: {i.category}: {i.problem}"
-                  for i in self.interactions if i.category][:20]
+                  for i in self.interactions if i.category not in ("", "lost")][:20]
+        lines += [f"  lost: {LOST}"] * bool(self.failed("lost"))
         if self.memory:
             lines.append("server RSS: " + " · ".join(f"{t:.0f} s {rss / 1e6:.0f} MB" for t, rss in self.memory[::30]))
         return "\n".join(lines)
 
 
 def percentile(values: list[float], p: float) -> float:
-    """The ``p``-th percentile of ``values`` (inclusive method: the max at 100)."""
+    """The ``p``-th percentile of ``values``, ``p`` from 1 to 99 (the inclusive method)."""
     return statistics.quantiles(values, n=100, method="inclusive")[int(p) - 1] if len(values) > 1 else values[0]
 
 
@@ -232,7 +234,8 @@ class _Actor:
 
     def url(self) -> str:
         """The URL path and query of the student's page, as they are given it (their model and sentence)."""
-        return f"/{self.home}?" + urllib.parse.urlencode({"model": self.student.model, "text": self.text, "text_pair": ""})
+        query = {"model": self.student.model, "text": self.text, "text_pair": ""}
+        return f"/{self.home}?" + urllib.parse.urlencode(query)
 
     def did(self, action: str) -> None:
         """Note what ``action`` changes (before it is done: the client reads the new values)."""

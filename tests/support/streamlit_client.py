@@ -21,10 +21,12 @@ elements, by their path), ``page_info_changed`` (the URL's new query string) and
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import time
 import urllib.parse
 from dataclasses import dataclass, field
+from typing import Self
 
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.Element_pb2 import Element
@@ -60,9 +62,9 @@ class Run:
     def _of(self, kind: str) -> list[tuple[tuple[int, ...], object]]:
         return [(path, getattr(e, kind)) for path, e in sorted(self.elements.items()) if e.WhichOneof("type") == kind]
 
-    @property
+    @functools.cached_property
     def charts(self) -> list[dict]:
-        """The Plotly figures, parsed, in the order of the page."""
+        """The Plotly figures, parsed (once), in the order of the page."""
         return [json.loads(chart.spec) for _, chart in self._of("plotly_chart")]
 
     @property
@@ -107,7 +109,7 @@ def widget_state(element: Element) -> WidgetState | None:
         else:
             state.double_value = value
     elif kind in ("selectbox", "radio"):
-        state.string_value = widget.raw_value if widget.set_value else widget.options[widget.default]
+        state.string_value = widget.raw_value if widget.set_value else (widget.options or [""])[widget.default]
     elif kind == "file_uploader":
         state.file_uploader_state_value.SetInParent()
     else:
@@ -161,7 +163,7 @@ class StreamlitSession:
         self._widgets: dict[str, tuple[tuple[int, ...], Element, WidgetState]] = {}  # key -> (path, element, state)
         self._cache: dict[str, ForwardMsg] = {}
 
-    async def __aenter__(self) -> StreamlitSession:
+    async def __aenter__(self) -> Self:
         from websockets.asyncio.client import connect
 
         url = "ws" + self.base.removeprefix("http") + "/_stcore/stream"
@@ -183,7 +185,7 @@ class StreamlitSession:
     async def set_widget(self, key: str, value) -> Run:
         """Give the widget of key ``key`` (a slider's, a text field's …) the ``value`` a user
         would give it, and rerun."""
-        path, element, state = self._widgets[key]
+        _, element, state = self._widgets[key]
         shown = _set(state, value)
         widget = _widget(element)
         if widget.query_param_key:
@@ -234,7 +236,8 @@ class StreamlitSession:
         from websockets.exceptions import ConnectionClosed
 
         try:
-            data = await asyncio.wait_for(self._ws.recv(), timeout=max(0.1, start + RUN_TIMEOUT_S - time.perf_counter()))
+            left = max(0.1, start + RUN_TIMEOUT_S - time.perf_counter())
+            data = await asyncio.wait_for(self._ws.recv(), timeout=left)
         except ConnectionClosed as exc:
             raise RunFailed(f"disconnected: {exc}") from exc
         except TimeoutError as exc:
