@@ -15,7 +15,8 @@ It does on ``/_stcore/stream`` what Streamlit's frontend does (as recorded from 
 
 The server answers each run with ForwardMsgs: ``new_session``, ``navigation``, ``delta``s (the
 elements, by their path), ``page_info_changed`` (the URL's new query string) and, last,
-``script_finished``. Times are ``time.perf_counter()`` seconds.
+``script_finished``. Times are ``time.perf_counter()`` seconds. The websocket is the ``websockets``
+package's, which Streamlit itself requires.
 """
 
 from __future__ import annotations
