@@ -66,10 +66,10 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from bench import browser, hub, library  # noqa: E402
+from bench import browser, hub, library, load  # noqa: E402
 from bench.report import Results, evaluate, log, print_table  # noqa: E402
 
-PARTS = ("hub", "library", "browser")
+PARTS = ("hub", "library", "browser", "load")
 GOALS = dict(cold_start_s=8.0, cold_vs_floor=1.3, up_vs_floor=1.2, heatmap_bytes=1.5e6, attention_page_bytes=1.5e6,
              umap_first_s=2.0, umap_warm_s=1.0, rerun_s=0.15)
 
@@ -237,6 +237,8 @@ def main(argv: list[str] | None = None) -> int:
             lib = library.run(res, args.repeat, workdir)
             library_rows(res, lib["payload"], lib["long"], lib["gpu"])
             meta.update(torch=lib["torch"], torch_threads=lib["threads"], gpu=lib["gpu"])
+        if "load" in parts:
+            load.run(res, workdir)
     meta.update(total_s=time.perf_counter() - start, load_end=os.getloadavg()[0])
     res.rows.sort(key=lambda r: r["section"].split()[0])  # by section, in the order measured within each
     res.goals.sort(key=lambda g: g.section.split()[0])
