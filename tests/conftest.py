@@ -41,6 +41,12 @@ def _remove_session_folders() -> None:
 atexit.register(_remove_session_folders)  # also when the session never starts (a usage error)
 
 
+def pytest_collection_modifyitems(items) -> None:
+    """The image's tests (marker ``docker``) last: CI builds the image in the background while the
+    others run (``.ci/run``); the image test then waits for that build and reuses it."""
+    items.sort(key=lambda item: item.get_closest_marker("docker") is not None)
+
+
 def pytest_unconfigure(config) -> None:
     _remove_session_folders()
 

@@ -31,6 +31,8 @@ Command line (exit status 1 where there is no working engine or base image, the 
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import re
@@ -58,6 +60,7 @@ PYTORCH_INDEX_HOST = "download.pytorch.org"
 #: The image test's tag, rebuilt in place, so that the engine keeps its layers cached.
 TEST_TAG = "localhost/posviz-test"
 BUILD_LOG = ROOT / "artifacts" / "image-build.log"
+BUILD_LOCK = ROOT / "artifacts" / "image-build.lock"
 PULL_TIMEOUT_S = 600
 BUILD_TIMEOUT_S = 3600
 
@@ -333,12 +336,26 @@ def torch_source() -> tuple[list[str], str]:
                    f"torch-{version}+cpu: the build would take PyPI's CUDA torch")
 
 
+@contextlib.contextmanager
+def one_build_at_a_time():
+    """Hold an exclusive lock (``fcntl.flock`` on :data:`BUILD_LOCK`) while inside: a second build
+    (CI builds the image in the background while the suite runs; the image test builds it too)
+    waits for the first, then finds its base image and layers cached."""
+    BUILD_LOCK.parent.mkdir(parents=True, exist_ok=True)
+    with open(BUILD_LOCK, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def build(eng: Engine, tag: str, log: Path | None = None) -> float:
     """Build the repository's Dockerfile as ``tag`` (its base from :func:`base_image`, torch from
-    :func:`torch_source`); the build's output goes to ``log`` where given, each line after the
-    seconds since the build started. Returns the seconds the
-    build took. The image tagged ``tag`` before, where there was one, is removed once replaced;
-    the layers stay cached for the next build.
+    :func:`torch_source`), one build at a time (:func:`one_build_at_a_time`); the build's output is
+    added to ``log`` where given, each line after the seconds since the build started. Returns the
+    seconds the build took, waiting for another build excluded. The image tagged ``tag`` before,
+    where there was one, is removed once replaced; the layers stay cached for the next build.
 
     Raises
     ------
@@ -350,6 +367,11 @@ def build(eng: Engine, tag: str, log: Path | None = None) -> float:
         The build failed, or ran past BUILD_TIMEOUT_S and was killed (the end of its output in
         ``stderr``).
     """
+    with one_build_at_a_time():
+        return _build(eng, tag, log)
+
+
+def _build(eng: Engine, tag: str, log: Path | None) -> float:
     base = base_image(eng)
     smoke = eng.run("run", "--rm", base, "true", check=False)
     if smoke.returncode != 0:
@@ -362,7 +384,8 @@ def build(eng: Engine, tag: str, log: Path | None = None) -> float:
     previous = eng.image_id(tag)
     argv = eng.argv("build", "--network", "host", *options, "-t", tag, str(ROOT))
     start = time.perf_counter()
-    with open(log if log else os.devnull, "w") as out:  # each line after the seconds since the start
+    with open(log if log else os.devnull, "a") as out:  # each line after the seconds since the start
+        out.write(f"== {' '.join(argv)}\n")
         with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                               errors="replace") as proc:
             limit = threading.Timer(BUILD_TIMEOUT_S, proc.kill)
@@ -396,10 +419,11 @@ def main(args: list[str]) -> int:
         else:
             tag = args[1] if len(args) == 2 else TEST_TAG
             BUILD_LOG.parent.mkdir(parents=True, exist_ok=True)
-            start = time.perf_counter()
-            base = base_image(eng)
-            print(f"base {base} ({time.perf_counter() - start:.0f} s); torch from {torch_source()[1]}")
-            print(f"built {tag} in {build(eng, tag, BUILD_LOG):.0f} s (log: {BUILD_LOG})")
+            with one_build_at_a_time():
+                start = time.perf_counter()
+                base = base_image(eng)
+                print(f"base {base} ({time.perf_counter() - start:.0f} s); torch from {torch_source()[1]}")
+                print(f"built {tag} in {_build(eng, tag, BUILD_LOG):.0f} s (log: {BUILD_LOG})")
     except NoEngine as exc:
         print(exc)
         return 1
