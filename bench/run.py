@@ -127,7 +127,10 @@ def browser_rows(res: Results, floors: list[dict], cold: list[dict], idle: list[
     res.goal(sec, "attention page (512 tokens) on the wire", page["median"], GOALS["attention_page_bytes"], "B")
 
     sec = "4 umap"
-    first = add(sec, "app: /projection UMAP, 1st visit, server up 30 s", [i["umap_first"]["chart_s"] for i in idle])
+    first = add(sec, "app: 1st UMAP of a server up 30 s, by the sidebar", [i["umap_first"]["chart_s"] for i in idle],
+                note="after the 1st visit of /")
+    add(sec, "app: /projection by its link, a new tab", [i["umap_link"]["chart_s"] for i in idle],
+        note="a page load in a fresh browser context (the floor's: section 1)")
     warm = add(sec, "app: UMAP again, by the sidebar from the model page", [i["umap_again"]["chart_s"] for i in idle],
                note="cached")
     add(sec, "app: UMAP again, page reload", [i["umap_reload"]["chart_s"] for i in idle], note="cached; a new session")
