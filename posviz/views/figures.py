@@ -8,6 +8,8 @@ titles, tick labels, presentation mode) is :mod:`posviz.views.style`'s.
 
 from __future__ import annotations
 
+import copy
+import functools
 import math
 
 import numpy as np
@@ -17,8 +19,8 @@ from plotly.subplots import make_subplots
 from posviz.analysis.similarity import block_mean
 from posviz.views.limits import MAX_CELLS, MAX_LABELS, MAX_TILE_CELLS
 from posviz.views.style import (
-    DIVERGING, MISSING, QUALITATIVE, REFERENCE, SEQUENTIAL, colour_bar, leave_room_for_tile_titles,
-    legend_below, line_colours, log_ticks, new_figure, token_ticks,
+    DIVERGING, MISSING, QUALITATIVE, REFERENCE, SEQUENTIAL, TEMPLATE, colour_bar, leave_room_for_tile_titles,
+    legend_below, line_colours, log_ticks, new_figure, set_title, token_ticks,
 )
 
 
@@ -255,32 +257,49 @@ def small_multiples(matrices: np.ndarray, titles: list[str], title: str, zmin: f
     """
     matrices, block = block_mean(matrices, max_cells)
     count = matrices.shape[0]
-    rows = -(-count // columns)
-    lines = max(t.count("<br>") + 1 for t in titles)  # a tile title's lines: the room between rows of tiles
-    fig = _subplots(new_figure(title, height=None, notes=[f"means of {block}×{block} blocks"] * (block > 1),
-                               aspect=round(columns / rows * 0.8 / (1 + 0.15 * (lines - 1)), 3)),
-                    rows=rows, cols=columns, subplot_titles=titles, horizontal_spacing=0.02,
-                    vertical_spacing=(0.15 + 0.15 * lines) / rows)
+    notes = (f"means of {block}×{block} blocks",) if block > 1 else ()
+    fig = go.Figure(layout=copy.deepcopy(_tiles_layout(tuple(titles), columns, notes)))
+    fig.update_layout(template=TEMPLATE)
+    set_title(fig, title)
     idx = first + np.arange(matrices.shape[-1]) * block
     row_name, col_name = names
     where = (f"{row_name} %{{y}} → {col_name} %{{x}}" if block == 1
              else f"{row_name}s %{{y}}…, {col_name}s %{{x}}… ({block}×{block} block mean)")
-    # Tile i is the subplot of axes x{i + 1} and y{i + 1} (make_subplots numbers them row by row); all
-    # traces and axes are set in one call each, not per subplot (plotly validates every call anew).
-    suffixes = [""] + [str(i + 1) for i in range(1, rows * columns)]
-    fig.add_traces([go.Heatmap(z=_f32(matrices[i]), x=idx, y=idx, coloraxis="coloraxis", xaxis=f"x{suffixes[i]}",
-                               yaxis=f"y{suffixes[i]}",
+    # Tile i is the subplot of axes x{i + 1} and y{i + 1} (make_subplots numbers them row by row).
+    fig.add_traces([go.Heatmap(z=_f32(matrices[i]), x=idx, y=idx, coloraxis="coloraxis", xaxis=f"x{i + 1 if i else ''}",
+                               yaxis=f"y{i + 1 if i else ''}",
                                hovertemplate=f"{titles[i]}<br>{where}<br>%{{z:.4f}}<extra></extra>")
                     for i in range(count)])
     finite = matrices[np.isfinite(matrices)]
+    fig.update_layout(coloraxis=dict(colorscale=SEQUENTIAL, cmin=float(finite.min()) if zmin is None else zmin,
+                                     cmax=float(finite.max()) if zmax is None else zmax))
+    return fig
+
+
+@functools.lru_cache(maxsize=32)
+def _tiles_layout(titles: tuple[str, ...], columns: int, notes: tuple[str, ...]) -> dict:
+    """The layout of :func:`small_multiples` with these tile titles, before its title, colours and
+    template: the subplots' axes (square tiles, no ticks) and titles, the look, the room for them.
+
+    Kept once per geometry: plotly takes some 50 ms to lay out a dozen subplots, and a copy of this
+    layout some 4 ms (the template is set apart, by its object: as a dict plotly would validate it
+    anew).
+    """
+    rows = -(-len(titles) // columns)
+    lines = max(t.count("<br>") + 1 for t in titles)  # a tile title's lines: the room between rows of tiles
+    fig = _subplots(new_figure("", height=None, notes=notes,
+                               aspect=round(columns / rows * 0.8 / (1 + 0.15 * (lines - 1)), 3)),
+                    rows=rows, cols=columns, subplot_titles=list(titles), horizontal_spacing=0.02,
+                    vertical_spacing=(0.15 + 0.15 * lines) / rows)
     axes = {}
-    for suffix in suffixes:  # square tiles: each y axis keeps the scale of its own x axis
+    for suffix in [""] + [str(i + 1) for i in range(1, rows * columns)]:  # each y axis keeps its x axis's scale
         axes[f"xaxis{suffix}"] = dict(showticklabels=False, showgrid=False, constrain="domain")
         axes[f"yaxis{suffix}"] = dict(showticklabels=False, showgrid=False, autorange="reversed",
                                       scaleanchor=f"x{suffix}", constrain="domain")
-    fig.update_layout(coloraxis=dict(colorscale=SEQUENTIAL, cmin=float(finite.min()) if zmin is None else zmin,
-                                     cmax=float(finite.max()) if zmax is None else zmax), **axes)
-    return fig
+    fig.update_layout(**axes)
+    layout = fig.layout.to_plotly_json()
+    del layout["template"]
+    return layout
 
 
 def _subplots(styled: go.Figure, **grid) -> go.Figure:

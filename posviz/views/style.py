@@ -187,6 +187,12 @@ def legend_below(fig: go.Figure, **legend) -> None:
                                   **legend))
 
 
+def set_title(fig: go.Figure, text: str) -> None:
+    """Set the figure's title, wrapped and placed in its look (kept in ``layout.meta["title"]`` for
+    :func:`for_presentation`)."""
+    _remember(fig, title=text)
+
+
 def set_subtitle(fig: go.Figure, text: str) -> None:
     """Set the figure's subtitle (its notes; the model it shows goes first, see :func:`name_model`),
     wrapped as the title is (kept in ``layout.meta["subtitle"]`` for :func:`for_presentation`)."""
