@@ -1,4 +1,4 @@
-"""posviz benchmark: each figure of issues 6 and 12 against its goal and against the obvious alternative.
+"""posviz benchmark: each figure against its goal and against the obvious alternative.
 
 Run from the repository root::
 

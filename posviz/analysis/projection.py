@@ -116,4 +116,6 @@ def project(vectors, method: str = "umap", n_components: int = 2, seed: int = 0)
         from sklearn.decomposition import PCA
 
         return PCA(n_components=n_components, random_state=seed).fit_transform(x).astype(np.float32)
-    return umap_module().UMAP(n_components=n_components, random_state=seed).fit_transform(x).astype(np.float32)
+    with warnings.catch_warnings():  # umap-learn says a seed makes it single-threaded: the docstring says so
+        warnings.filterwarnings("ignore", "n_jobs value", UserWarning)
+        return umap_module().UMAP(n_components=n_components, random_state=seed).fit_transform(x).astype(np.float32)
