@@ -22,10 +22,14 @@ RUN useradd -m -u 1000 user
 # version of it, is preferred by pip over PyPI's 2.13.0. TORCH_FROM (pip options, split by the
 # shell) names that index; a build that cannot reach it mounts a folder holding the wheel and
 # names that instead: podman build --volume /opt/wheels:/opt/wheels:ro
-# --build-arg TORCH_FROM="--find-links /opt/wheels" (tests/support/container.py does so).
+# --build-arg TORCH_FROM="--find-links /opt/wheels" (tests/support/container.py does so). torch
+# is asked for as +cpu first (its version read from requirements.txt), so that a build that reaches
+# neither fails at once instead of falling back to PyPI's CUDA build.
 ARG TORCH_FROM="--extra-index-url https://download.pytorch.org/whl/cpu"
 COPY requirements.txt /tmp/requirements.txt
-RUN pip install --no-cache-dir $TORCH_FROM -r /tmp/requirements.txt \
+RUN torch="torch==$(sed -n 's/^torch==//p' /tmp/requirements.txt)+cpu" \
+    && pip install --no-cache-dir --retries 1 $TORCH_FROM "$torch" \
+    && pip install --no-cache-dir $TORCH_FROM -r /tmp/requirements.txt \
     && rm /tmp/requirements.txt
 
 USER user
