@@ -10,12 +10,12 @@ warm-up here).
 
 import streamlit as st
 
-from posviz.app import warmup
+from posviz.app import gates, warmup
 
 if __name__ == "__main__":
     warmup.start()
-    with warmup.visiting():
-        warmup.wait_for_imports()
+    with gates.visiting():
+        gates.wait_for_imports()
         from posviz.app.navigation import main
 
         main()

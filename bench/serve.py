@@ -79,9 +79,9 @@ def _patch_streamlit() -> None:
     def _run_script(self, rerun_data):
         wall, start = time.time(), time.perf_counter()
         self.bench_finished = None
-        from posviz.app import warmup
+        from posviz.app import gates, warmup
 
-        warmup.wait_for_imports()  # as app.py does: the warm-up imports the pages' modules, never beside a run
+        gates.wait_for_imports()  # as app.py does: the warm-up imports the pages' modules, never beside a run
         _patch_posviz()  # (timed with the run)
         profile = cProfile.Profile() if PROFILE else None
         try:

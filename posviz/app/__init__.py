@@ -5,5 +5,6 @@
 the URL contract of :mod:`~posviz.app.urls`), gets its arrays from :mod:`~posviz.app.caches` and
 draws each view of :mod:`posviz.views` with :func:`posviz.app.downloads.show`. Notices that stop a
 page with a way forward are in :mod:`~posviz.app.notices`, presentation mode in
-:mod:`~posviz.app.presentation`, the background warm-up in :mod:`~posviz.app.warmup`.
+:mod:`~posviz.app.presentation`, the startup's warm-up in :mod:`~posviz.app.warmup`
+and what runs and the warm-up wait for from each other in :mod:`~posviz.app.gates`.
 """

@@ -21,7 +21,7 @@ from posviz.analysis.probes import ProbeResult, absolute_position_probe, relativ
 from posviz.analysis.properties import PositionProperties, position_properties
 from posviz.analysis.similarity import PositionMatrix
 from posviz.analysis.word_order import WordOrderComparison, compare_orders
-from posviz.app import warmup
+from posviz.app import gates
 from posviz.loading import LoadedModel
 from posviz.positions import PositionEncoding, sinusoidal
 from posviz.positions.sinusoid import reference_sinusoid
@@ -71,7 +71,7 @@ def projection(key: ModelKey, component: str, method: str, dims: int, first: int
                ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`posviz.views.positions.projection_coordinates` of a component over rows ``first .. last``:
     (coords, positions)."""
-    warmup.wait_for_libraries()  # umap-learn and scikit-learn imported by the warm-up, never beside it
+    gates.wait_for_libraries()  # umap-learn and scikit-learn imported by the warm-up, never beside it
     return positions.projection_coordinates(encoding(key, component), method, dims, first, last)
 
 
@@ -111,7 +111,7 @@ def previous_token_head(text: str) -> tuple[int, int, float]:
 def absolute_probe(key: ModelKey, component: str, source: str, seed: int, regression: str) -> ProbeResult:
     """:func:`posviz.analysis.probes.absolute_position_probe` of one probed matrix
     (:data:`posviz.views.probes.SOURCES`)."""
-    warmup.wait_for_libraries()
+    gates.wait_for_libraries()
     return absolute_position_probe(probes.probe_matrix(encoding(key, component), source, seed), seed=seed,
                                    regression=regression)
 
@@ -119,14 +119,14 @@ def absolute_probe(key: ModelKey, component: str, source: str, seed: int, regres
 @st.cache_data(show_spinner=False, max_entries=32)
 def relative_probe(key: ModelKey, component: str, source: str, seed: int, pairs: int) -> ProbeResult:
     """:func:`posviz.analysis.probes.relative_order_probe` of one probed matrix."""
-    warmup.wait_for_libraries()
+    gates.wait_for_libraries()
     return relative_order_probe(probes.probe_matrix(encoding(key, component), source, seed), pairs=pairs, seed=seed)
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
 def layer_probe(key: ModelKey, text: str, seed: int, regression: str) -> LayerProbeResult:
     """:func:`posviz.analysis.layer_probe.layer_position_probe`, without the hidden states themselves."""
-    warmup.wait_for_libraries()
+    gates.wait_for_libraries()
     found = layer_position_probe(loaded_model(key), text, seed=seed, regression=regression)
     return found.without_states()
 
@@ -134,14 +134,14 @@ def layer_probe(key: ModelKey, text: str, seed: int, regression: str) -> LayerPr
 @st.cache_data(show_spinner=False, max_entries=16)
 def model_properties(key: ModelKey, component: str, metric: str, count: int) -> PositionProperties:
     """:func:`posviz.analysis.properties.position_properties` of a component's matrix over rows 0 … count − 1."""
-    warmup.wait_for_libraries()
+    gates.wait_for_libraries()
     return position_properties(position_matrix(key, component, metric, 0, count - 1).values)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def sinusoid_properties(width: int, metric: str, count: int) -> PositionProperties:
     """The same for the interleaved sinusoid of ``width``."""
-    warmup.wait_for_libraries()
+    gates.wait_for_libraries()
     return position_properties(sinusoid_matrix(width, "interleaved", metric, 0, count - 1).values)
 
 

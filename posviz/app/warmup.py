@@ -11,18 +11,18 @@ background thread that, in this order,
 4. imports scikit-learn, SciPy and umap-learn, its numba code compiled or read from numba's disk
    cache (:func:`posviz.analysis.projection.umap_module`), and computes the default projection,
 5. moves every object made so far to the garbage collector's permanent generation
-   (``gc.freeze()``, also once after step 2): Streamlit collects garbage after each script run (``runner.postScriptGC``),
-   and without this each collection walks the millions of objects of torch and transformers.
+   (``gc.freeze()``, also once after step 2): Streamlit collects garbage after each script run
+   (``runner.postScriptGC``), and without this each collection walks the millions of objects of
+   torch and transformers.
 
 From step 3 on, what is left is for later visitors: the thread runs at a lower CPU priority and
-starts each step only when no script run is in progress (:func:`visiting`), unless a run waits for
-it. The lifespan does not wait for the thread: the server answers at once, the browser loads the
-frontend meanwhile, and a script run waits only for what it needs: :func:`wait_for_imports`
-before it imports the pages' modules (a module imported by two threads at once can be seen
-half-initialised), :func:`wait_for_libraries` before a computation that needs scikit-learn, SciPy
-or umap-learn, then the caches' own locks (``st.cache_data`` and the model store compute a
-value once; other callers wait for it). Without ``st.App`` (AppTest) the first script run starts
-the warm-up.
+starts each step only when no script run is in progress (:func:`posviz.app.gates.visiting`),
+unless a run waits for it. The lifespan does not wait for the thread: the server answers at once,
+the browser loads the frontend meanwhile, and a script run waits only for what it needs: the gates
+of :mod:`posviz.app.gates` (before it imports the pages' modules, and before a computation that
+needs scikit-learn, SciPy or umap-learn), then the caches' own locks (``st.cache_data`` and the
+model store compute a value once; other callers wait for it). Without ``st.App`` (AppTest) the
+first script run starts the warm-up.
 """
 
 from __future__ import annotations
@@ -36,17 +36,13 @@ import threading
 import time
 from typing import Callable
 
+from posviz.app import gates
+
 _LOG = logging.getLogger(__name__)
-#: Set once the pages' modules are imported (stage 1), and once the libraries of stage 4 are.
-_imported = threading.Event()
-_libraries_imported = threading.Event()
 #: What stage 4 imports: scikit-learn and SciPy (probes, properties, PCA) before umap-learn.
 LIBRARIES = ("scipy.stats", "sklearn.decomposition", "sklearn.linear_model", "sklearn.model_selection")
 _lock = threading.Lock()
 _thread: threading.Thread | None = None
-#: Script runs in progress (:func:`visiting`), and whether one of them waits for the warm-up.
-_visits = 0
-_wanted = threading.Event()
 #: Seconds from :func:`start` to the end of each stage, by name (for the log and the bench), and
 #: when :func:`start` started the thread (``time.time()``; None before).
 timings: dict[str, float] = {}
@@ -67,43 +63,9 @@ def start() -> None:
     with _lock:
         if _thread is None:
             started_at = time.time()
+            gates.expect()
             _thread = threading.Thread(target=_run, name="posviz-warm-up", daemon=True)
             _thread.start()
-
-
-def wait_for_imports(timeout: float | None = None) -> bool:
-    """Wait until the warm-up has imported the pages' modules; True once it has (False after
-    ``timeout`` seconds). Returns at once where no warm-up was started."""
-    return _thread is None or _imported.wait(timeout)
-
-
-def wait_for_libraries(timeout: float | None = None) -> bool:
-    """Wait until the warm-up has imported scikit-learn, SciPy and umap-learn (see
-    :func:`wait_for_imports`); the warm-up no longer gives way to script runs from then on."""
-    if _thread is None or _libraries_imported.is_set():
-        return True
-    _wanted.set()
-    return _libraries_imported.wait(timeout)
-
-
-@contextlib.contextmanager
-def visiting():
-    """Around a script run (``app.py``): while one is in progress, the warm-up does not start its
-    next step for later visitors (see the module docstring)."""
-    global _visits
-    with _lock:
-        _visits += 1
-    try:
-        yield
-    finally:
-        with _lock:
-            _visits -= 1
-
-
-def _after_visitors() -> None:
-    """Wait (in the warm-up's thread) until no script run is in progress, or one waits for the warm-up."""
-    while _visits and not _wanted.is_set():
-        time.sleep(0.05)
 
 
 def default_views() -> list[tuple[str, Callable[[], object]]]:
@@ -155,7 +117,7 @@ def _run() -> None:
         from posviz.app import caches
         from posviz.store import BUNDLED
     finally:
-        _imported.set()
+        gates.imported.set()
     _stage("imports", began)
     try:
         caches.loaded_model(BUNDLED)
@@ -163,12 +125,12 @@ def _run() -> None:
         _stage("bundled model", began)
         _yield_to_visitors()
         for name, view in default_views():
-            _after_visitors()
+            gates.after_visitors()
             view()
             _stage(name, began)
     except Exception:  # a failed warm-up is only a slower first visit; the page says what failed
         _LOG.exception("warm-up: the bundled model's default views failed")
-    _after_visitors()
+    gates.after_visitors()
     try:
         for name in LIBRARIES:
             importlib.import_module(name)
@@ -176,7 +138,7 @@ def _run() -> None:
 
         umap_module()
     finally:
-        _libraries_imported.set()
+        gates.libraries.set()
     _stage("libraries", began)
     try:
         default_projection()()
