@@ -133,7 +133,7 @@ def payload_cases(lm, repeat: int, res: Results) -> dict[str, int]:
     import plotly.graph_objects as go
 
     import posviz
-    from posviz.views import figures
+    from posviz.views import attention as attention_views, figures
 
     full = posviz.similarity(lm.encodings[0].tensor, "dot")
     n = full.shape[0]
@@ -152,14 +152,11 @@ def payload_cases(lm, repeat: int, res: Results) -> dict[str, int]:
 
     patterns = posviz.attention(lm, LONG_TEXT).patterns  # [layers, heads, 512, 512]
     layer, tokens = patterns[0], posviz.attention(lm, LONG_TEXT).tokens
-    top = float(layer.max())
     k = len(tokens)
-    page = {
-        "head": lambda: figures.token_heatmap(layer[0], tokens, "Layer 0, head 0", "weight", "query", "key",
-                                              zmin=0, zmax=top),
-        "mean over heads": lambda: figures.token_heatmap(layer.mean(axis=0), tokens, "Layer 0, mean over heads",
-                                                         "weight", "query", "key", zmin=0, zmax=top),
-        "every head": lambda: figures.heads_grid(layer, "Layer 0: every head", zmax=top),
+    page = {  # as pages/attention.py draws them
+        "head": lambda: attention_views.attention_head(layer, tokens, tokens, layer=0, head=0).figure,
+        "mean over heads": lambda: attention_views.attention_mean(layer, tokens, tokens, layer=0).figure,
+        "every head": lambda: attention_views.attention_grid(layer, tokens, tokens, layer=0).figure,
     }
     out["attention"] = sum(figure_case(res, repeat, f"library: attention {k} tok, {name}", build)
                            for name, build in page.items())
