@@ -132,17 +132,17 @@ def _run() -> None:
         _LOG.exception("warm-up: the bundled model's default views failed")
     gates.after_visitors()
     try:
-        for name in LIBRARIES:
-            importlib.import_module(name)
-        from posviz.analysis.projection import umap_module
+        try:
+            for name in LIBRARIES:
+                importlib.import_module(name)
+            from posviz.analysis.projection import umap_module
 
-        umap_module()
-    finally:
-        gates.libraries.set()
-    _stage("libraries", began)
-    try:
+            umap_module()
+        finally:
+            gates.libraries.set()
+        _stage("libraries", began)
         default_projection()()
         _stage("projection", began)
-    except Exception:
-        _LOG.exception("warm-up: the default projection failed")
+    except Exception:  # as above: the page that needs them imports or computes them, and says what failed
+        _LOG.exception("warm-up: the libraries or the default projection failed")
     gc.freeze()
