@@ -6,6 +6,8 @@
 ``POSVIZ_MAX_MODEL_BYTES`` largest checkpoint a full load accepts (``"8GB"``, ``"500MiB"``,
                            bytes); default 80 % of the target device's free memory
 ``POSVIZ_CACHE_BYTES``     most bytes of weights the app keeps loaded; default the same
+``POSVIZ_ATTENTION_BYTES`` most memory one reading of attention may add; default half the
+                           device's free memory
 ``POSVIZ_MAX_TEXT``        longest sentence the app takes, in characters; default 2 000 in
                            hosted mode, 100 000 otherwise
 =========================  ==================================================================
@@ -77,6 +79,24 @@ def cache_budget() -> int:
     """Most bytes of weights the app keeps loaded at once: ``POSVIZ_CACHE_BYTES``, else 80 % of
     the available RAM at the time of the call."""
     return _bytes_setting("POSVIZ_CACHE_BYTES", torch.device("cpu"))
+
+
+#: Share of the free memory one reading of attention may add by default.
+ATTENTION_MEMORY_SHARE = 0.5
+
+
+def attention_budget(device: torch.device) -> int:
+    """Most bytes one reading of attention may add (:func:`posviz.analysis.attention_reading.estimate`):
+    ``POSVIZ_ATTENTION_BYTES``, else half the device's free memory now."""
+    value = os.environ.get("POSVIZ_ATTENTION_BYTES", "").strip()
+    return parse_bytes(value) if value else int(ATTENTION_MEMORY_SHARE * free_memory(device))
+
+
+def attention_budget_source() -> str:
+    """Where :func:`attention_budget` comes from, in words, for messages."""
+    if os.environ.get("POSVIZ_ATTENTION_BYTES", "").strip():
+        return "the limit set by POSVIZ_ATTENTION_BYTES"
+    return f"{ATTENTION_MEMORY_SHARE:.0%} of the free memory (POSVIZ_ATTENTION_BYTES sets another limit)"
 
 
 def max_text_chars() -> int:

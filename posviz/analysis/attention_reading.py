@@ -1,0 +1,459 @@
+"""Attention of an input of any length, read with bounded memory: one layer at a time, by blocks of queries.
+
+``output_attentions=True`` keeps every layer's weights, float32 [layers, heads, n, n]: 72 GB for 8 192
+tokens of a 30-layer, 9-head model. Here the model's own eager attention function (the
+``eager_attention_forward`` of its ``modeling_*.py``, which ``transformers``' ``AttentionInterface``
+calls for ``attn_implementation="eager"``) runs on blocks of query rows instead of all at once. Each
+block's weights, float32 [heads, rows, keys], go to the reading (:class:`AttentionReading`) and are
+dropped: the chosen layer is kept whole where it fits on screen, else as block means and maxima plus a
+window at full resolution; every layer adds to the offset profile (:mod:`posviz.analysis.attention_offsets`).
+Softmax is taken per query row, so the blocks' rows are the same numbers as the whole call's.
+
+Models whose attention does not go through the ``AttentionInterface`` (BLOOM, MPT, Falcon, DeBERTa-v2,
+XLNet …) are read from ``output_attentions`` layer after layer into the same reading: their memory is
+that of every layer at once, which :func:`estimate` counts.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+from posviz import settings
+from posviz.analysis.attention import STACKS, decoder_input
+from posviz.analysis.attention_offsets import OffsetProfile
+from posviz.loading import LoadedModel
+from posviz.tokenization import encode
+
+#: Cells a side of a pattern drawn as it is: longer patterns are read as block summaries of this many cells.
+SUMMARY_CELLS = 256
+#: Most bytes of one block of weights (float32 [heads, rows, keys]); the rows of a block follow from it.
+BLOCK_BYTES = 64 * 2**20
+#: Working copies of a block eager attention makes at once (scores, weights, the mask added).
+BLOCK_COPIES = 3
+#: Names of cross-attention modules (queries of the decoder, keys of the encoder), by family.
+_CROSS = re.compile(r"EncDecAttention|encoder_attn|crossattention|cross_attn", re.IGNORECASE)
+
+_local = threading.local()
+
+
+class AttentionBudgetError(ValueError):
+    """A reading that would need more memory than the budget: its estimate says how much, and what fits.
+
+    Attributes
+    ----------
+    estimate : ReadingEstimate
+    """
+
+    def __init__(self, message: str, estimate: "ReadingEstimate"):
+        super().__init__(message)
+        self.estimate = estimate
+
+
+@dataclass(frozen=True)
+class Window:
+    """Query rows ``q0 .. q1 - 1`` and key columns ``k0 .. k1 - 1`` (token indices, end excluded)."""
+
+    q0: int
+    q1: int
+    k0: int
+    k1: int
+
+    def clipped(self, queries: int, keys: int) -> "Window":
+        """The window inside a [queries, keys] pattern, at least one cell each way."""
+        q0, k0 = min(max(self.q0, 0), queries - 1), min(max(self.k0, 0), keys - 1)
+        return Window(q0, min(max(self.q1, q0 + 1), queries), k0, min(max(self.k1, k0 + 1), keys))
+
+
+@dataclass
+class AttentionReading:
+    """What was read of one input's attention: one layer's patterns, and every layer's offset profile.
+
+    Attributes
+    ----------
+    query_tokens, key_tokens : list of str
+        Row and column labels of the read stack.
+    stack : str
+        One of :data:`posviz.analysis.attention.STACKS`.
+    layer : int
+        The layer whose patterns were kept.
+    block : int
+        Tokens per side of a summary cell: 1 where ``patterns`` holds the layer whole.
+    patterns : np.ndarray or None
+        float32 [heads, queries, keys], the layer whole; None where ``block`` > 1.
+    block_mean, block_max : np.ndarray or None
+        float32 [heads, ceil(queries / block), ceil(keys / block)]: the mean and the maximum of the
+        weights of each block of ``block`` × ``block`` cells (the last row and column of blocks may be
+        smaller); None where ``block`` is 1.
+    window : Window or None
+        The cells of ``window_patterns``.
+    window_patterns : np.ndarray or None
+        float32 [heads, q1 - q0, k1 - k0]: the layer's weights in ``window``, exact.
+    offsets : OffsetProfile or None
+        Every layer of a self-attention stack, by offset j − i; None for cross attention.
+    truncated : int
+        Tokens dropped so the input fits the model.
+    seconds : float
+        Wall time of the reading.
+    """
+
+    query_tokens: list[str]
+    key_tokens: list[str]
+    stack: str
+    layer: int
+    block: int
+    patterns: np.ndarray | None = None
+    block_mean: np.ndarray | None = None
+    block_max: np.ndarray | None = None
+    window: Window | None = None
+    window_patterns: np.ndarray | None = None
+    offsets: OffsetProfile | None = None
+    truncated: int = 0
+    seconds: float = 0.0
+
+    def summary(self, reduction: str = "mean") -> np.ndarray:
+        """The layer as drawn: ``patterns``, or the block summary of ``reduction`` ("mean" or "max")."""
+        if self.patterns is not None:
+            return self.patterns
+        return self.block_max if reduction == "max" else self.block_mean
+
+
+@dataclass(frozen=True)
+class ReadingEstimate:
+    """What a reading will cost, before it runs.
+
+    Attributes
+    ----------
+    tokens : int
+        Query tokens (the longest stack).
+    peak_bytes : int
+        Memory the reading adds at its peak, bytes.
+    seconds : float
+        Expected wall time, from the attention's floating-point operations and this device's measured
+        matrix-multiply rate (:func:`matmul_rate`); the rest of the forward pass is not counted.
+    budget : int
+        :func:`posviz.settings.attention_budget`, bytes.
+    fitting_tokens : int
+        The most tokens whose reading fits the budget.
+    blocked : bool
+        Read by blocks of queries (False: from ``output_attentions``, every layer at once).
+    """
+
+    tokens: int
+    peak_bytes: int
+    seconds: float
+    budget: int
+    fitting_tokens: int
+    blocked: bool
+
+    @property
+    def fits(self) -> bool:
+        """Whether the peak fits the budget."""
+        return self.peak_bytes <= self.budget
+
+    def describe(self) -> str:
+        """The estimate in words, for messages."""
+        return (f"{self.tokens:,} tokens need about {settings.human_bytes(self.peak_bytes)} and "
+                f"{self.seconds:,.0f} s; the budget is {settings.human_bytes(self.budget)} "
+                f"({settings.attention_budget_source()}), enough for {self.fitting_tokens:,} tokens.")
+
+
+def _module_eager(module: torch.nn.Module):
+    """The eager attention function of ``module``'s modeling file (``eager_attention_forward``).
+
+    Raises
+    ------
+    TypeError
+        When its module defines none.
+    """
+    found = getattr(sys.modules[type(module).__module__], "eager_attention_forward", None)
+    if found is None or found is _eager_in_blocks:
+        raise TypeError(f"{type(module).__name__} has no eager_attention_forward to read by blocks")
+    return found
+
+
+def _rows(value, start: int, stop: int, queries: int):
+    """``value`` restricted to query rows ``start:stop`` where it has a query axis (dim -2 of a mask
+    or a position bias [batch, heads or 1, queries, keys]); other values unchanged."""
+    if isinstance(value, torch.Tensor) and value.dim() >= 2 and value.shape[-2] == queries and queries > 1:
+        return value[..., start:stop, :]
+    return value
+
+
+def _eager_in_blocks(module, query, key, value, attention_mask, *args, **kwargs):
+    """transformers' eager attention, registered as ``"eager"``: the module's own function, by blocks of
+    query rows where a reading is active on this thread (the weights go to it; None is returned for
+    them), whole otherwise.
+
+    ``query`` is [batch, heads, queries, head_dim]; the output [batch, queries, heads, head_dim], as
+    ``transformers.models.llama.modeling_llama.eager_attention_forward`` returns it.
+    """
+    eager = _module_eager(module)
+    reading = getattr(_local, "reading", None)
+    if reading is None:
+        return eager(module, query, key, value, attention_mask, *args, **kwargs)
+    queries, keys, heads = query.shape[-2], key.shape[-2], query.shape[1]
+    rows = max(1, min(queries, BLOCK_BYTES // (heads * keys * 4)))
+    outputs = []
+    for start in range(0, queries, rows):
+        stop = min(queries, start + rows)
+        out, weights = eager(module, query[:, :, start:stop], key, value, _rows(attention_mask, start, stop, queries),
+                             *args, **{k: _rows(v, start, stop, queries) for k, v in kwargs.items()})
+        reading.take(reading.stacks[id(module)], start, weights[0])
+        outputs.append(out)
+    return torch.cat(outputs, dim=1), None
+
+
+ALL_ATTENTION_FUNCTIONS.register("eager", _eager_in_blocks)
+
+
+def _readable(model: torch.nn.Module) -> bool:
+    """Whether ``model``'s attention modules call the ``AttentionInterface`` (every module of a
+    ``modeling_*.py`` that defines ``eager_attention_forward`` and uses it)."""
+    return any(getattr(sys.modules[type(m).__module__], "ALL_ATTENTION_FUNCTIONS", None) is not None
+               and hasattr(sys.modules[type(m).__module__], "eager_attention_forward")
+               for m in model.modules() if type(m).__name__.endswith("Attention"))
+
+
+def _stack_of(name: str, encoder_decoder: bool) -> str:
+    """The stack an attention module at ``name`` in the model belongs to ("decoder.block.2.layer.1.EncDecAttention"
+    -> "cross")."""
+    if _CROSS.search(name):
+        return "cross"
+    if encoder_decoder and name.split(".")[0] == "decoder":
+        return "decoder"
+    return "encoder"
+
+
+class _Collector:
+    """Folds blocks of weights into an :class:`AttentionReading` as the forward pass produces them."""
+
+    def __init__(self, model, encoder_decoder: bool, stack: str, layer: int, queries: int, keys: int,
+                 window: Window | None, offsets: OffsetProfile | None):
+        self.stacks = {id(m): _stack_of(name, encoder_decoder) for name, m in model.named_modules()}
+        self.calls = dict.fromkeys(STACKS, 0)
+        self.stack, self.layer, self.queries, self.keys = stack, layer, queries, keys
+        self.block = max(1, -(-max(queries, keys) // SUMMARY_CELLS))
+        self.window, self.offsets = window, offsets
+        self.patterns = self.sums = self.maxima = self.window_patterns = None
+
+    def take(self, stack: str, start: int, weights: torch.Tensor) -> None:
+        """Take the weights of query rows ``start ..`` of an attention call of ``stack``: float [heads,
+        rows, keys]. The layer is the call's rank in its stack (a call's blocks come in order from row 0;
+        ALBERT calls one shared module for every layer)."""
+        if start == 0:
+            self.calls[stack] += 1
+        layer = self.calls[stack] - 1
+        if stack != self.stack:
+            return
+        weights = weights.float()
+        if self.offsets is not None:
+            self.offsets.add(layer, start, weights)
+        if layer == self.layer:
+            self._keep(start, weights)
+
+    def _keep(self, start: int, weights: torch.Tensor) -> None:
+        heads, rows, keys = weights.shape
+        stop = start + rows
+        if self.block == 1:
+            if self.patterns is None:
+                self.patterns = np.zeros((heads, self.queries, keys), dtype=np.float32)
+            self.patterns[:, start:stop] = weights.cpu().numpy()
+            return
+        b = self.block
+        key_blocks, query_blocks = -(-keys // b), -(-self.queries // b)
+        if self.sums is None:
+            self.sums = torch.zeros((heads, query_blocks, key_blocks), dtype=torch.float64, device=weights.device)
+            self.maxima = torch.zeros((heads, query_blocks, key_blocks), dtype=torch.float32, device=weights.device)
+        padded = torch.nn.functional.pad(weights, (0, key_blocks * b - keys)).view(heads, rows, key_blocks, b)
+        which = torch.arange(start, stop, device=weights.device) // b
+        self.sums.index_add_(1, which, padded.sum(-1, dtype=torch.float64))
+        self.maxima.scatter_reduce_(1, which.view(1, -1, 1).expand(heads, rows, key_blocks), padded.amax(-1),
+                                    reduce="amax")
+        w = self.window
+        if w is not None and start < w.q1 and stop > w.q0:
+            if self.window_patterns is None:
+                self.window_patterns = np.zeros((heads, w.q1 - w.q0, w.k1 - w.k0), dtype=np.float32)
+            a, z = max(start, w.q0), min(stop, w.q1)
+            self.window_patterns[:, a - w.q0:z - w.q0] = weights[:, a - start:z - start, w.k0:w.k1].cpu().numpy()
+
+    def reading(self, query_tokens, key_tokens, truncated: int, seconds: float) -> AttentionReading:
+        """The reading, once the forward pass is done."""
+        found = AttentionReading(query_tokens, key_tokens, self.stack, self.layer, self.block, offsets=self.offsets,
+                                 truncated=truncated, seconds=seconds)
+        if self.block == 1:
+            found.patterns = self.patterns
+            return found
+        b = self.block
+        rows = np.minimum(b, self.queries - b * np.arange(self.sums.shape[1]))
+        cols = np.minimum(b, self.keys - b * np.arange(self.sums.shape[2]))
+        found.block_mean = (self.sums.cpu().numpy() / (rows[:, None] * cols[None, :])).astype(np.float32)
+        found.block_max = self.maxima.cpu().numpy()
+        found.window, found.window_patterns = self.window, self.window_patterns
+        return found
+
+
+def estimate(lm: LoadedModel, tokens: int, *, keys: int | None = None) -> ReadingEstimate:
+    """Memory and time of reading the attention of ``tokens`` query tokens, before running it.
+
+    Blocked reading: the eager mask (float32 [queries, keys]), :data:`BLOCK_COPIES` blocks of
+    :data:`BLOCK_BYTES`, the offset profile (float64 [layers, heads, 2n − 1] plus two float32 [layers,
+    heads, n]), the kept layer ([heads, n, n] up to :data:`SUMMARY_CELLS` a side, else its summaries and a
+    window) and the activations (about 16 float32 vectors of the model's width per token). Read from
+    ``output_attentions``: every layer's [heads, n, n] twice (the model's tuple and its float32 copy).
+
+    Parameters
+    ----------
+    lm : LoadedModel
+    tokens : int
+        Query tokens.
+    keys : int, optional
+        Key tokens (cross attention); ``tokens`` by default.
+
+    Returns
+    -------
+    ReadingEstimate
+    """
+    keys = keys or tokens
+    layers, heads = lm.num_layers, lm.num_heads
+    width = lm.config.get_text_config().hidden_size
+    blocked = _readable(lm.model)
+
+    def peak(n: int) -> int:
+        k = keys if keys != tokens else n
+        if blocked:
+            block = min(BLOCK_BYTES, heads * n * k * 4)
+            kept = heads * min(n, SUMMARY_CELLS) * min(k, SUMMARY_CELLS) * 4 * (1 if n <= SUMMARY_CELLS else 3)
+            profile = layers * heads * (2 * n - 1) * 8 + 2 * layers * heads * n * 4
+            return n * k * 4 + BLOCK_COPIES * block + kept + profile + 16 * n * width * 4
+        return 2 * layers * heads * n * k * 4 + n * k * 4 + 16 * n * width * 4
+
+    budget = settings.attention_budget(lm.device)
+    low, high = 1, max(tokens, 1)
+    while low < high:  # the most tokens that fit: peak grows with n
+        mid = (low + high + 1) // 2
+        low, high = (mid, high) if peak(mid) <= budget else (low, mid - 1)
+    head_dim = width // heads
+    flops = 4.0 * layers * heads * tokens * keys * head_dim
+    return ReadingEstimate(tokens, peak(tokens), flops / matmul_rate(lm.device.type), budget, low, blocked)
+
+
+@functools.cache
+def matmul_rate(device: str) -> float:
+    """Floating-point operations per second of a float32 1024 × 1024 matrix product on ``device``
+    (measured once per process: three products after one warm-up)."""
+    a = torch.randn(1024, 1024, device=device)
+    a @ a
+    if device == "cuda":
+        torch.cuda.synchronize()
+    began = time.perf_counter()
+    for _ in range(3):
+        a @ a
+    if device == "cuda":
+        torch.cuda.synchronize()
+    return 3 * 2 * 1024**3 / max(time.perf_counter() - began, 1e-9)
+
+
+def read_attention(lm: LoadedModel, text: str, text_pair: str | None = None, *, target: str | None = None,
+                   stack: str = "encoder", layer: int = 0, window: Window | None = None, offsets: bool = True,
+                   check_budget: bool = True) -> AttentionReading:
+    """Read the attention of ``text`` with bounded memory: ``layer`` of ``stack`` kept, every layer's offsets.
+
+    The input is prepared as :func:`posviz.analysis.attention.attention` prepares it (the same tokens,
+    and for an encoder-decoder model the same decoder input from ``target``), and the model runs once.
+
+    Parameters
+    ----------
+    lm : LoadedModel
+    text, text_pair, target : str
+        As for :func:`posviz.analysis.attention.attention`.
+    stack : {"encoder", "decoder", "cross"}
+        The stack whose layer is kept ("encoder" is the only stack of a model without a decoder).
+    layer : int
+        The layer kept: whole up to :data:`SUMMARY_CELLS` tokens, else as block summaries and ``window``.
+    window : Window, optional
+        Cells to keep at full resolution where the layer is summarised (clipped to the pattern).
+    offsets : bool
+        Also fold every layer of ``stack`` into an :class:`OffsetProfile` (not for "cross").
+    check_budget : bool
+        Refuse a reading whose :func:`estimate` exceeds the budget.
+
+    Returns
+    -------
+    AttentionReading
+        Weights are probabilities (each row sums to 1).
+
+    Raises
+    ------
+    AttentionBudgetError
+        When ``check_budget`` and the estimate exceeds :func:`posviz.settings.attention_budget`.
+    ValueError
+        When ``text`` is empty, ``stack`` is unknown or is a decoder stack of a model without a decoder,
+        or ``layer`` is out of range.
+    """
+    if stack not in STACKS:
+        raise ValueError(f"Unknown attention stack {stack!r}; expected one of {', '.join(STACKS)}.")
+    encoder_decoder = bool(lm.config.is_encoder_decoder)
+    if stack != "encoder" and not encoder_decoder:
+        raise ValueError(f"The {stack} stack exists only for encoder-decoder models.")
+    encoded = encode(lm, text, text_pair)
+    inputs = dict(encoded.model_inputs)
+    query_tokens = key_tokens = encoded.tokens
+    if encoder_decoder:
+        ids, _ = decoder_input(lm, target if target and target.strip() else text)
+        inputs["decoder_input_ids"] = ids
+        decoder_tokens = lm.tokenizer.convert_ids_to_tokens(ids[0].tolist())
+        query_tokens = decoder_tokens if stack != "encoder" else encoded.tokens
+        key_tokens = decoder_tokens if stack == "decoder" else encoded.tokens
+    queries, keys = len(query_tokens), len(key_tokens)
+    layers = _stack_layers(lm, stack)
+    if not 0 <= layer < layers:
+        raise ValueError(f"Layer {layer} does not exist: the {stack} stack has layers 0 … {layers - 1}.")
+    if check_budget:
+        cost = estimate(lm, max(queries, keys), keys=keys if keys != queries else None)
+        if not cost.fits:
+            raise AttentionBudgetError(f"This attention is too large to read: {cost.describe()}", cost)
+    heads = _stack_heads(lm, stack)
+    profile = OffsetProfile.empty(layers, heads, queries) if offsets and stack != "cross" else None
+    collector = _Collector(lm.model, encoder_decoder, stack, layer, queries, keys,
+                           window.clipped(queries, keys) if window else None, profile)
+    module = lm.model if encoder_decoder else lm.forward_module
+    began = time.perf_counter()
+    with torch.no_grad():
+        if _readable(lm.model):
+            _local.reading = collector
+            try:
+                module(**inputs, **({"use_cache": False} if encoder_decoder else {}))
+            finally:
+                _local.reading = None
+        else:
+            out = module(**inputs, output_attentions=True, **({"use_cache": False} if encoder_decoder else {}))
+            found = {"encoder": out.encoder_attentions if encoder_decoder else out.attentions,
+                     "decoder": getattr(out, "decoder_attentions", None),
+                     "cross": getattr(out, "cross_attentions", None)}[stack]
+            for weights in found:
+                collector.take(stack, 0, weights[0])
+    return collector.reading(query_tokens, key_tokens, encoded.truncated if stack != "decoder" else 0,
+                             time.perf_counter() - began)
+
+
+def _stack_layers(lm: LoadedModel, stack: str) -> int:
+    """Layers of ``stack``."""
+    if stack == "encoder":
+        return lm.num_layers
+    return lm._config_int("num_decoder_layers", "decoder_layers") or lm.num_layers
+
+
+def _stack_heads(lm: LoadedModel, stack: str) -> int:
+    """Heads per layer of ``stack``."""
+    if stack == "encoder":
+        return lm.num_heads
+    return lm._config_int("num_decoder_heads", "decoder_attention_heads") or lm.num_heads

@@ -1,0 +1,186 @@
+"""Attention read by blocks of queries (posviz.analysis.attention_reading) against output_attentions, its
+summaries against the full matrix's blocks, the offset profile against the diagonals, and the budget."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import posviz
+from posviz.analysis import attention_reading as reading
+from posviz.analysis.attention_offsets import OffsetProfile, diagonal_sums, scheme_by_offset
+from posviz.analysis.properties import proximity_by_offset
+from tests.support.tiny_models import ALL, FAMILIES, LONG_TEXT, SENTENCE
+
+ATOL = 1e-5
+#: Families read from output_attentions (no AttentionInterface), and ones read by blocks, beyond ALL.
+MORE = ["falcon-alibi", "mpt", "deberta-v2", "gpt_neox", "phi", "marian"]
+
+
+@pytest.fixture
+def small_blocks(monkeypatch):
+    """Blocks of 3 query rows at most (a 12-token sentence takes 4 blocks), summaries of 4 cells a side."""
+    monkeypatch.setattr(reading, "BLOCK_BYTES", 3 * 4 * 4 * 4)
+    monkeypatch.setattr(reading, "SUMMARY_CELLS", 4)
+
+
+def _full(lm, stack="encoder"):
+    """The reference: every layer of ``stack`` from output_attentions, [layers, heads, q, k]."""
+    return posviz.attention(lm, SENTENCE).stack(stack)[0]
+
+
+@pytest.mark.parametrize("family", ALL + MORE)
+def test_reading_by_blocks_matches_output_attentions(family, tiny_lm, monkeypatch):
+    monkeypatch.setattr(reading, "BLOCK_BYTES", 3 * 4 * 40 * 4)  # 3 rows of 4 heads × 40 keys
+    lm = tiny_lm(family)
+    full = _full(lm)
+    for layer in range(full.shape[0]):
+        got = reading.read_attention(lm, SENTENCE, layer=layer)
+        assert got.block == 1 and got.patterns.shape == full[layer].shape
+        np.testing.assert_allclose(got.patterns, full[layer], atol=ATOL)
+    assert got.query_tokens == posviz.attention(lm, SENTENCE).tokens
+    assert reading._readable(lm.model) == (family not in ("bloom", "falcon-alibi", "mpt", "deberta-v2"))
+
+
+@pytest.mark.parametrize("family", ["t5", "bart", "marian"])
+@pytest.mark.parametrize("stack", ["decoder", "cross"])
+def test_reading_decoder_stacks(family, stack, tiny_lm, small_blocks):
+    lm = tiny_lm(family)
+    full = posviz.attention(lm, SENTENCE, target="Ein Satz.").stack(stack)[0]
+    last = full.shape[0] - 1
+    got = reading.read_attention(lm, SENTENCE, target="Ein Satz.", stack=stack, layer=last,
+                                 window=reading.Window(0, 99, 0, 99))
+    want = full[last]
+    np.testing.assert_allclose(got.window_patterns if got.block > 1 else got.patterns, want, atol=ATOL)
+    assert (got.offsets is None) == (stack == "cross")
+
+
+@pytest.mark.parametrize("family", ["bert", "llama", "bloom", "t5"])
+def test_block_summaries_are_the_blocks_mean_and_max(family, tiny_lm, small_blocks):
+    lm = tiny_lm(family)
+    full = _full(lm)[1]
+    n = full.shape[-1]
+    got = reading.read_attention(lm, SENTENCE, layer=1, window=reading.Window(2, 7, 1, 11))
+    b = got.block
+    assert b == -(-n // 4) > 1 and got.patterns is None
+    edges = np.arange(0, n, b)
+    mean = np.add.reduceat(np.add.reduceat(full, edges, axis=1), edges, axis=2)
+    sizes = np.minimum(b, n - edges)
+    np.testing.assert_allclose(got.block_mean, mean / (sizes[:, None] * sizes[None, :]), atol=ATOL)
+    maxima = np.maximum.reduceat(np.maximum.reduceat(full, edges, axis=1), edges, axis=2)
+    np.testing.assert_allclose(got.block_max, maxima, atol=ATOL)
+    np.testing.assert_allclose(got.window_patterns, full[:, 2:7, 1:11], atol=ATOL)
+    assert got.summary("max") is got.block_max and got.summary() is got.block_mean
+
+
+@pytest.mark.parametrize("family", ["bert", "llama", "bloom"])
+def test_offset_profile_is_the_diagonals(family, tiny_lm, small_blocks):
+    lm = tiny_lm(family)
+    full = _full(lm)
+    profile = reading.read_attention(lm, SENTENCE).offsets
+    n = full.shape[-1]
+    np.testing.assert_array_equal(profile.offsets, np.arange(-(n - 1), n))
+    for layer in range(full.shape[0]):
+        for head in range(full.shape[1]):
+            offsets, mean, _, _ = proximity_by_offset(full[layer, head], signed=True)
+            np.testing.assert_allclose(profile.mean[layer, head], mean, atol=ATOL)
+    np.testing.assert_allclose(profile.sink, full[..., 0].mean(-1), atol=ATOL)
+    previous = np.diagonal(full, offset=-1, axis1=2, axis2=3)
+    np.testing.assert_allclose(profile.previous_share, previous.mean(-1), atol=ATOL)
+    np.testing.assert_allclose(profile.by_query("sink"), full[..., 0], atol=ATOL)
+    doubled = profile + profile
+    assert doubled.inputs == 2
+    np.testing.assert_allclose(doubled.mean, profile.mean)
+
+
+def test_diagonal_sums_of_a_block():
+    w = torch.arange(2 * 3 * 6, dtype=torch.float32).reshape(2, 3, 6)  # queries 2, 3, 4 of 6
+    got = diagonal_sums(w, 2, 6).numpy()
+    want = np.zeros((2, 11))
+    for h in range(2):
+        for r in range(3):
+            for j in range(6):
+                want[h, j - (2 + r) + 5] += w[h, r, j].item()
+    np.testing.assert_array_equal(got, want)
+
+
+def test_alibi_profile_is_the_slopes_where_content_is_removed(tiny_lm, tiny_path, small_blocks):
+    """With queries and keys zeroed, a BLOOM head's scores are its ALiBi bias alone, so the weight of
+    query i on key j ≤ i is exp(−s·(i − j)) / Σ_k≤i exp(−s·(i − k)): the profile by offset is that, exactly."""
+    lm = posviz.load_model(str(tiny_path("bloom")))
+    with torch.no_grad():
+        for block in lm.model.h:
+            qkv = block.self_attention.query_key_value
+            heads, dim = lm.num_heads, qkv.out_features // (3 * lm.num_heads)
+            w = qkv.weight.view(heads, 3, dim, -1)
+            b = qkv.bias.view(heads, 3, dim)
+            w[:, :2].zero_()
+            b[:, :2].zero_()
+    profile = reading.read_attention(lm, SENTENCE).offsets
+    slopes = lm.encoding().slopes
+    n = profile.tokens
+    i = np.arange(n)[:, None]
+    j = np.arange(n)[None, :]
+    for head, s in enumerate(slopes):
+        scores = np.where(j <= i, -s * (i - j), -np.inf)
+        weights = np.exp(scores - scores.max(1, keepdims=True))
+        weights /= weights.sum(1, keepdims=True)
+        _, want, _, _ = proximity_by_offset(weights, signed=True)
+        np.testing.assert_allclose(profile.mean[0, head], want, atol=ATOL)
+        before = profile.mean[0, head, :n - 1]  # offsets −(n−1) … −1: falling with distance, as the slope says
+        assert np.all(np.diff(before) > 0)
+    offsets, predicted = scheme_by_offset(lm.encoding(), n)
+    np.testing.assert_allclose(predicted[:, offsets < 0], -slopes[:, None] * np.abs(offsets[offsets < 0]), rtol=1e-6)
+    assert np.isnan(predicted[:, offsets > 0]).all()
+
+
+def test_scheme_prediction_of_rotary_is_its_kernel(tiny_lm):
+    encoding = tiny_lm("llama").encoding()
+    offsets, predicted = scheme_by_offset(encoding, 40)
+    np.testing.assert_allclose(predicted[0], encoding.kernel_by_offset(offsets), rtol=1e-5, atol=1e-4)
+
+
+def test_scheme_prediction_of_a_learned_table_is_pp_by_offset(bundled_lm):
+    encoding = bundled_lm.encoding()
+    offsets, predicted = scheme_by_offset(encoding, 20)
+    P = encoding.vectors(np.arange(20)).double().numpy()
+    _, want, _, _ = proximity_by_offset(P @ P.T, signed=True)
+    np.testing.assert_allclose(predicted[0], want)
+    assert scheme_by_offset(bundled_lm.encoding(), 1) is None
+
+
+def test_estimate_refuses_an_over_budget_reading_with_its_figures(bundled_lm, monkeypatch):
+    monkeypatch.setenv("POSVIZ_ATTENTION_BYTES", "2MB")
+    cost = reading.estimate(bundled_lm, 512)
+    assert not cost.fits and cost.budget == 2_000_000 and cost.blocked
+    assert 1 <= cost.fitting_tokens < 512 and reading.estimate(bundled_lm, cost.fitting_tokens).fits
+    with pytest.raises(reading.AttentionBudgetError) as raised:
+        reading.read_attention(bundled_lm, LONG_TEXT)
+    message = str(raised.value)
+    assert "512 tokens need about" in message and "2 MB" in message and "POSVIZ_ATTENTION_BYTES" in message
+    assert raised.value.estimate.fitting_tokens == cost.fitting_tokens
+    monkeypatch.setenv("POSVIZ_ATTENTION_BYTES", "1GB")
+    assert reading.estimate(bundled_lm, 512).fits
+
+
+def test_reading_a_long_input_keeps_memory_to_blocks(bundled_lm):
+    """512 tokens of the bundled model: the layer is summarised (2 × 2 blocks), its window exact, and
+    no [layers, heads, n, n] array is made."""
+    full = posviz.attention(bundled_lm, LONG_TEXT).patterns
+    got = reading.read_attention(bundled_lm, LONG_TEXT, layer=3, window=reading.Window(100, 140, 90, 150))
+    assert got.block == 2 and got.block_mean.shape == (12, 256, 256)
+    np.testing.assert_allclose(got.window_patterns, full[3, :, 100:140, 90:150], atol=ATOL)
+    np.testing.assert_allclose(got.block_mean.mean(), full[3].mean(), rtol=1e-5)
+    np.testing.assert_allclose(got.offsets.sink, full[..., 0].mean(-1), atol=ATOL)
+
+
+def test_bad_requests_say_what_exists(bundled_lm, tiny_lm):
+    with pytest.raises(ValueError, match="layers 0 … 5"):
+        reading.read_attention(bundled_lm, SENTENCE, layer=6)
+    with pytest.raises(ValueError, match="only for encoder-decoder"):
+        reading.read_attention(bundled_lm, SENTENCE, stack="cross")
+    with pytest.raises(ValueError, match="Type a sentence"):
+        reading.read_attention(bundled_lm, "  ")
+    assert reading.Window(-5, 900, 3, 2).clipped(10, 10) == reading.Window(0, 10, 3, 4)
+    assert isinstance(OffsetProfile.empty(2, 3, 4).offsets, np.ndarray)
