@@ -114,6 +114,9 @@ def _run() -> None:
     began = time.perf_counter()
     try:
         import posviz.app.navigation  # noqa: F401  with it every module of the pages
+        # plotly uses pandas from sys.modules while it builds any figure: a pandas half-imported by
+        # the library stage (scikit-learn imports it) beside a page run fails that figure.
+        import pandas  # noqa: F401
         from posviz.app import caches
         from posviz.store import BUNDLED
     finally:
