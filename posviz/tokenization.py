@@ -107,14 +107,15 @@ def _kept_positions(segment: list[int | None], kept: tuple[int, int | None], fro
     return sorted(positions)
 
 
-def encode(lm: LoadedModel, text: str, text_pair: str | None = None) -> EncodedInput:
+def encode(lm: LoadedModel, text: str, text_pair: str | None = None, *, limit: int | None = None) -> EncodedInput:
     """Tokenize ``text`` (segment A) and ``text_pair`` (segment B), truncated to the model's length.
 
     A ``text_pair`` that is None, empty or only whitespace is no second segment (the tokenizer
     is called without one). Truncation is the tokenizer's own ``truncation=True``
     (``longest_first``, on its ``truncation_side``) to :attr:`LoadedModel.max_tokens`, so
     ``len(tokens) == min(n, lm.max_tokens)`` and ``truncated == max(0, n - lm.max_tokens)``,
-    with ``n`` the tokens of the untruncated input.
+    with ``n`` the tokens of the untruncated input. ``limit`` truncates to fewer tokens than the
+    model's (a reading of attention that must fit a memory budget), by the same rule.
 
     A fast tokenizer is called once, untruncated, and the tokens that truncation would drop are
     then taken out of that encoding (:func:`longest_first`, special tokens kept where the
@@ -142,18 +143,19 @@ def encode(lm: LoadedModel, text: str, text_pair: str | None = None) -> EncodedI
     if pair is not None:
         check_text(pair, "second sentence")
     tok = lm.tokenizer
+    most = min(lm.max_tokens, limit) if limit else lm.max_tokens
     full = tok(text, pair, truncation=False, verbose=False)
     n = len(full["input_ids"])
-    if n <= lm.max_tokens:
+    if n <= most:
         enc = dict(full)
     elif not tok.is_fast:
-        enc = tok(text, pair, truncation=True, max_length=lm.max_tokens)
+        enc = tok(text, pair, truncation=True, max_length=most)
     else:
         segment = full.sequence_ids()  # per token: 0 (text), 1 (pair), None (special token)
         lengths = [segment.count(0), segment.count(1) if pair is not None else None]
-        budget = lm.max_tokens - segment.count(None)
+        budget = most - segment.count(None)
         if budget < 0:
-            raise ValueError(f"{lm.name} takes {lm.max_tokens} tokens, fewer than its tokenizer's special tokens.")
+            raise ValueError(f"{lm.name} takes {most} tokens, fewer than its tokenizer's special tokens.")
         kept_at = _kept_positions(segment, longest_first(*lengths, budget), from_end=tok.truncation_side == "left")
         enc = {key: [values[i] for i in kept_at] for key, values in full.items()}
     keep = ["input_ids", "attention_mask"]

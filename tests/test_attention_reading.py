@@ -11,6 +11,7 @@ import posviz
 from posviz.analysis import attention_reading as reading
 from posviz.analysis.attention_offsets import OffsetProfile, diagonal_sums, scheme_by_offset
 from posviz.analysis.properties import proximity_by_offset
+from posviz.tokenization import encode
 from tests.support.tiny_models import ALL, FAMILIES, LONG_TEXT, SENTENCE
 
 ATOL = 1e-5
@@ -22,6 +23,7 @@ MORE = ["falcon-alibi", "mpt", "deberta-v2", "gpt_neox", "phi", "marian"]
 def small_blocks(monkeypatch):
     """Blocks of 3 query rows at most (a 12-token sentence takes 4 blocks), summaries of 4 cells a side."""
     monkeypatch.setattr(reading, "BLOCK_BYTES", 3 * 4 * 4 * 4)
+    monkeypatch.setattr(reading, "WHOLE_TOKENS", 4)
     monkeypatch.setattr(reading, "SUMMARY_CELLS", 4)
 
 
@@ -35,10 +37,12 @@ def test_reading_by_blocks_matches_output_attentions(family, tiny_lm, monkeypatc
     monkeypatch.setattr(reading, "BLOCK_BYTES", 3 * 4 * 40 * 4)  # 3 rows of 4 heads × 40 keys
     lm = tiny_lm(family)
     full = _full(lm)
+    got = reading.read_attention(lm, SENTENCE)
+    assert sorted(got.layers) == list(range(full.shape[0]))
     for layer in range(full.shape[0]):
-        got = reading.read_attention(lm, SENTENCE, layer=layer)
-        assert got.block == 1 and got.patterns.shape == full[layer].shape
-        np.testing.assert_allclose(got.patterns, full[layer], atol=ATOL)
+        kept = got.layer(layer)
+        assert kept.block == 1 and kept.patterns.shape == full[layer].shape
+        np.testing.assert_allclose(kept.patterns, full[layer], atol=ATOL)
     assert got.query_tokens == posviz.attention(lm, SENTENCE).tokens
     assert reading._readable(lm.model) == (family not in ("bloom", "falcon-alibi", "mpt", "deberta-v2"))
 
@@ -49,10 +53,10 @@ def test_reading_decoder_stacks(family, stack, tiny_lm, small_blocks):
     lm = tiny_lm(family)
     full = posviz.attention(lm, SENTENCE, target="Ein Satz.").stack(stack)[0]
     last = full.shape[0] - 1
-    got = reading.read_attention(lm, SENTENCE, target="Ein Satz.", stack=stack, layer=last,
+    got = reading.read_attention(lm, SENTENCE, target="Ein Satz.", stack=stack, layers=[last],
                                  window=reading.Window(0, 99, 0, 99))
-    want = full[last]
-    np.testing.assert_allclose(got.window_patterns if got.block > 1 else got.patterns, want, atol=ATOL)
+    kept = got.layer(last)
+    np.testing.assert_allclose(kept.window_patterns if kept.block > 1 else kept.patterns, full[last], atol=ATOL)
     assert (got.offsets is None) == (stack == "cross")
 
 
@@ -61,7 +65,7 @@ def test_block_summaries_are_the_blocks_mean_and_max(family, tiny_lm, small_bloc
     lm = tiny_lm(family)
     full = _full(lm)[1]
     n = full.shape[-1]
-    got = reading.read_attention(lm, SENTENCE, layer=1, window=reading.Window(2, 7, 1, 11))
+    got = reading.read_attention(lm, SENTENCE, layers=[1], window=reading.Window(2, 7, 1, 11)).layer(1)
     b = got.block
     assert b == -(-n // 4) > 1 and got.patterns is None
     edges = np.arange(0, n, b)
@@ -152,9 +156,9 @@ def test_scheme_prediction_of_a_learned_table_is_pp_by_offset(bundled_lm):
 
 def test_estimate_refuses_an_over_budget_reading_with_its_figures(bundled_lm, monkeypatch):
     monkeypatch.setenv("POSVIZ_ATTENTION_BYTES", "2MB")
-    cost = reading.estimate(bundled_lm, 512)
+    cost = reading.estimate(bundled_lm, 512, kept=6)  # the reading keeps every layer
     assert not cost.fits and cost.budget == 2_000_000 and cost.blocked
-    assert 1 <= cost.fitting_tokens < 512 and reading.estimate(bundled_lm, cost.fitting_tokens).fits
+    assert 1 <= cost.fitting_tokens < 512 and reading.estimate(bundled_lm, cost.fitting_tokens, kept=6).fits
     with pytest.raises(reading.AttentionBudgetError) as raised:
         reading.read_attention(bundled_lm, LONG_TEXT)
     message = str(raised.value)
@@ -164,23 +168,53 @@ def test_estimate_refuses_an_over_budget_reading_with_its_figures(bundled_lm, mo
     assert reading.estimate(bundled_lm, 512).fits
 
 
-def test_reading_a_long_input_keeps_memory_to_blocks(bundled_lm):
-    """512 tokens of the bundled model: the layer is summarised (2 × 2 blocks), its window exact, and
-    no [layers, heads, n, n] array is made."""
+def test_reading_a_long_input_summarises_it(bundled_lm, monkeypatch):
+    """512 tokens of the bundled model, summarised beyond 256: 2 × 2 blocks, the window exact, the
+    limit honoured."""
+    monkeypatch.setattr(reading, "WHOLE_TOKENS", 256)
     full = posviz.attention(bundled_lm, LONG_TEXT).patterns
-    got = reading.read_attention(bundled_lm, LONG_TEXT, layer=3, window=reading.Window(100, 140, 90, 150))
-    assert got.block == 2 and got.block_mean.shape == (12, 256, 256)
-    np.testing.assert_allclose(got.window_patterns, full[3, :, 100:140, 90:150], atol=ATOL)
-    np.testing.assert_allclose(got.block_mean.mean(), full[3].mean(), rtol=1e-5)
+    got = reading.read_attention(bundled_lm, LONG_TEXT, window=reading.Window(100, 140, 90, 150))
+    assert sorted(got.layers) == list(range(6)) and got.window == reading.Window(100, 140, 90, 150)
+    kept = got.layer(3)
+    assert kept.block == 2 and kept.block_mean.shape == (12, 256, 256) and kept.patterns is None
+    np.testing.assert_allclose(kept.window_patterns, full[3, :, 100:140, 90:150], atol=ATOL)
+    np.testing.assert_allclose(kept.block_mean.mean(), full[3].mean(), rtol=1e-5)
     np.testing.assert_allclose(got.offsets.sink, full[..., 0].mean(-1), atol=ATOL)
+    short = reading.read_attention(bundled_lm, LONG_TEXT, layers=[0], limit=100)
+    assert len(short.query_tokens) == 100 and short.truncated == got.truncated + 412
+    inputs = encode(bundled_lm, LONG_TEXT, limit=100).model_inputs
+    with torch.no_grad():
+        own = bundled_lm.model(**inputs, output_attentions=True).attentions[0][0].numpy()
+    np.testing.assert_allclose(short.layer(0).patterns, own, atol=ATOL)
+    with pytest.raises(ValueError, match="not kept"):
+        short.layer(1)
+
+
+def test_corpus_profile_averages_windows(bundled_lm):
+    from posviz.analysis.layer_probe import BUILTIN_TEXT
+
+    profile = reading.corpus_offsets(bundled_lm, BUILTIN_TEXT, tokens=64, windows=5)
+    assert profile.inputs == 5 and profile.tokens == 64
+    tok = bundled_lm.tokenizer
+    ids = tok(BUILTIN_TEXT, add_special_tokens=False)["input_ids"]
+    sinks = []
+    for w in range(5):
+        text = tok.decode(ids[w * 62:(w + 1) * 62])
+        one = reading.read_attention(bundled_lm, text, layers=[]).offsets
+        if one.tokens == 64:
+            sinks.append(one.sink)
+    np.testing.assert_allclose(profile.sink, np.mean(sinks, axis=0), atol=1e-3)
+    with pytest.raises(ValueError, match="fewer than"):
+        reading.corpus_offsets(bundled_lm, "Too short.", tokens=64)
 
 
 def test_bad_requests_say_what_exists(bundled_lm, tiny_lm):
     with pytest.raises(ValueError, match="layers 0 … 5"):
-        reading.read_attention(bundled_lm, SENTENCE, layer=6)
+        reading.read_attention(bundled_lm, SENTENCE, layers=[6])
     with pytest.raises(ValueError, match="only for encoder-decoder"):
         reading.read_attention(bundled_lm, SENTENCE, stack="cross")
     with pytest.raises(ValueError, match="Type a sentence"):
         reading.read_attention(bundled_lm, "  ")
     assert reading.Window(-5, 900, 3, 2).clipped(10, 10) == reading.Window(0, 10, 3, 4)
+    assert reading.Window(0, 900, 0, 900).clipped(1000, 1000, 256) == reading.Window(0, 256, 0, 256)
     assert isinstance(OffsetProfile.empty(2, 3, 4).offsets, np.ndarray)

@@ -21,7 +21,8 @@ import re
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 import torch
@@ -33,8 +34,14 @@ from posviz.analysis.attention_offsets import OffsetProfile
 from posviz.loading import LoadedModel
 from posviz.tokenization import encode
 
-#: Cells a side of a pattern drawn as it is: longer patterns are read as block summaries of this many cells.
+#: Most tokens a side of a layer kept whole (every weight, exact): a screen's width of cells.
+WHOLE_TOKENS = 512
+#: Cells a side of the block summaries of a longer layer (the width of one of two columns, in pixels).
 SUMMARY_CELLS = 256
+#: Most cells a side of a window kept at full resolution.
+WINDOW_CELLS = 256
+#: Most bytes of kept layers for every layer to be kept (else only the asked ones are).
+KEEP_BYTES = 256 * 2**20
 #: Most bytes of one block of weights (float32 [heads, rows, keys]); the rows of a block follow from it.
 BLOCK_BYTES = 64 * 2**20
 #: Working copies of a block eager attention makes at once (scores, weights, the mask added).
@@ -67,15 +74,49 @@ class Window:
     k0: int
     k1: int
 
-    def clipped(self, queries: int, keys: int) -> "Window":
-        """The window inside a [queries, keys] pattern, at least one cell each way."""
+    def clipped(self, queries: int, keys: int, most: int | None = None) -> "Window":
+        """The window inside a [queries, keys] pattern, at least one cell and at most ``most`` each way."""
+        most = most or max(queries, keys)
         q0, k0 = min(max(self.q0, 0), queries - 1), min(max(self.k0, 0), keys - 1)
-        return Window(q0, min(max(self.q1, q0 + 1), queries), k0, min(max(self.k1, k0 + 1), keys))
+        return Window(q0, min(max(self.q1, q0 + 1), queries, q0 + most), k0, min(max(self.k1, k0 + 1), keys, k0 + most))
+
+
+@dataclass
+class LayerAttention:
+    """One layer's attention patterns as kept by a reading.
+
+    Attributes
+    ----------
+    block : int
+        Tokens per side of a summary cell: 1 where ``patterns`` holds the layer whole.
+    patterns : np.ndarray or None
+        float32 [heads, queries, keys], every weight; None where ``block`` > 1.
+    block_mean, block_max : np.ndarray or None
+        float32 [heads, ceil(queries / block), ceil(keys / block)]: the mean and the maximum of the
+        weights of each block of ``block`` × ``block`` cells (the last row and column of blocks may be
+        smaller); None where ``block`` is 1.
+    window_patterns : np.ndarray or None
+        float32 [heads, q1 − q0, k1 − k0]: the weights in the reading's window, exact; None without a
+        window or where ``block`` is 1 (``patterns`` holds them).
+    """
+
+    block: int
+    patterns: np.ndarray | None = None
+    block_mean: np.ndarray | None = None
+    block_max: np.ndarray | None = None
+    window_patterns: np.ndarray | None = None
+
+    def summary(self, reduction: str = "mean") -> np.ndarray:
+        """The layer as drawn, [heads, rows, columns]: ``patterns``, or the block summary of
+        ``reduction`` ("mean" or "max")."""
+        if self.patterns is not None:
+            return self.patterns
+        return self.block_max if reduction == "max" else self.block_mean
 
 
 @dataclass
 class AttentionReading:
-    """What was read of one input's attention: one layer's patterns, and every layer's offset profile.
+    """What was read of one input's attention: some layers' patterns, and every layer's offset profile.
 
     Attributes
     ----------
@@ -83,47 +124,38 @@ class AttentionReading:
         Row and column labels of the read stack.
     stack : str
         One of :data:`posviz.analysis.attention.STACKS`.
-    layer : int
-        The layer whose patterns were kept.
-    block : int
-        Tokens per side of a summary cell: 1 where ``patterns`` holds the layer whole.
-    patterns : np.ndarray or None
-        float32 [heads, queries, keys], the layer whole; None where ``block`` > 1.
-    block_mean, block_max : np.ndarray or None
-        float32 [heads, ceil(queries / block), ceil(keys / block)]: the mean and the maximum of the
-        weights of each block of ``block`` × ``block`` cells (the last row and column of blocks may be
-        smaller); None where ``block`` is 1.
+    layers : dict of int to LayerAttention
+        The layers kept, by index.
     window : Window or None
-        The cells of ``window_patterns``.
-    window_patterns : np.ndarray or None
-        float32 [heads, q1 - q0, k1 - k0]: the layer's weights in ``window``, exact.
+        The cells every summarised layer keeps at full resolution.
     offsets : OffsetProfile or None
-        Every layer of a self-attention stack, by offset j − i; None for cross attention.
+        Every layer of a self-attention stack, by offset j − i; None for cross attention or where not asked.
     truncated : int
-        Tokens dropped so the input fits the model.
+        Tokens dropped so the input fits the model (or the reading's limit).
     seconds : float
-        Wall time of the reading.
+        Wall time of the forward pass.
     """
 
     query_tokens: list[str]
     key_tokens: list[str]
     stack: str
-    layer: int
-    block: int
-    patterns: np.ndarray | None = None
-    block_mean: np.ndarray | None = None
-    block_max: np.ndarray | None = None
+    layers: dict[int, LayerAttention]
     window: Window | None = None
-    window_patterns: np.ndarray | None = None
     offsets: OffsetProfile | None = None
     truncated: int = 0
     seconds: float = 0.0
 
-    def summary(self, reduction: str = "mean") -> np.ndarray:
-        """The layer as drawn: ``patterns``, or the block summary of ``reduction`` ("mean" or "max")."""
-        if self.patterns is not None:
-            return self.patterns
-        return self.block_max if reduction == "max" else self.block_mean
+    def layer(self, index: int) -> LayerAttention:
+        """The kept layer ``index``.
+
+        Raises
+        ------
+        ValueError
+            When that layer was not kept.
+        """
+        if index not in self.layers:
+            raise ValueError(f"Layer {index} was not kept by this reading (kept: {sorted(self.layers)}).")
+        return self.layers[index]
 
 
 @dataclass(frozen=True)
@@ -162,7 +194,7 @@ class ReadingEstimate:
     def describe(self) -> str:
         """The estimate in words, for messages."""
         return (f"{self.tokens:,} tokens need about {settings.human_bytes(self.peak_bytes)} and "
-                f"{self.seconds:,.0f} s; the budget is {settings.human_bytes(self.budget)} "
+                f"{self.seconds:,.{1 if self.seconds < 10 else 0}f} s; the budget is {settings.human_bytes(self.budget)} "
                 f"({settings.attention_budget_source()}), enough for {self.fitting_tokens:,} tokens.")
 
 
@@ -233,17 +265,32 @@ def _stack_of(name: str, encoder_decoder: bool) -> str:
     return "encoder"
 
 
+def _block(queries: int, keys: int) -> int:
+    """Tokens per side of a summary cell: 1 up to :data:`WHOLE_TOKENS`, else enough for :data:`SUMMARY_CELLS`."""
+    longest = max(queries, keys)
+    return 1 if longest <= WHOLE_TOKENS else -(-longest // SUMMARY_CELLS)
+
+
+def kept_bytes(heads: int, queries: int, keys: int, window: Window | None = None) -> int:
+    """Bytes one kept layer takes (:class:`LayerAttention`): whole, or two summaries and a window."""
+    b = _block(queries, keys)
+    if b == 1:
+        return heads * queries * keys * 4
+    cells = (window.q1 - window.q0) * (window.k1 - window.k0) if window else 0
+    return heads * (2 * -(-queries // b) * -(-keys // b) + cells) * 4
+
+
 class _Collector:
     """Folds blocks of weights into an :class:`AttentionReading` as the forward pass produces them."""
 
-    def __init__(self, model, encoder_decoder: bool, stack: str, layer: int, queries: int, keys: int,
+    def __init__(self, model, encoder_decoder: bool, stack: str, layers: set[int], queries: int, keys: int,
                  window: Window | None, offsets: OffsetProfile | None):
         self.stacks = {id(m): _stack_of(name, encoder_decoder) for name, m in model.named_modules()}
         self.calls = dict.fromkeys(STACKS, 0)
-        self.stack, self.layer, self.queries, self.keys = stack, layer, queries, keys
-        self.block = max(1, -(-max(queries, keys) // SUMMARY_CELLS))
+        self.stack, self.queries, self.keys = stack, queries, keys
+        self.block = _block(queries, keys)
         self.window, self.offsets = window, offsets
-        self.patterns = self.sums = self.maxima = self.window_patterns = None
+        self.kept = {index: _Kept() for index in layers}
 
     def take(self, stack: str, start: int, weights: torch.Tensor) -> None:
         """Take the weights of query rows ``start ..`` of an attention call of ``stack``: float [heads,
@@ -257,19 +304,32 @@ class _Collector:
         weights = weights.float()
         if self.offsets is not None:
             self.offsets.add(layer, start, weights)
-        if layer == self.layer:
-            self._keep(start, weights)
+        if layer in self.kept:
+            self.kept[layer].take(self, start, weights)
 
-    def _keep(self, start: int, weights: torch.Tensor) -> None:
+    def reading(self, query_tokens, key_tokens, truncated: int, seconds: float) -> AttentionReading:
+        """The reading, once the forward pass is done."""
+        layers = {index: kept.result(self) for index, kept in sorted(self.kept.items())}
+        return AttentionReading(query_tokens, key_tokens, self.stack, layers, self.window if self.block > 1 else None,
+                                self.offsets, truncated, seconds)
+
+
+class _Kept:
+    """What one kept layer has gathered so far."""
+
+    def __init__(self):
+        self.patterns = self.sums = self.maxima = self.window = None
+
+    def take(self, c: _Collector, start: int, weights: torch.Tensor) -> None:
         heads, rows, keys = weights.shape
         stop = start + rows
-        if self.block == 1:
+        if c.block == 1:
             if self.patterns is None:
-                self.patterns = np.zeros((heads, self.queries, keys), dtype=np.float32)
+                self.patterns = np.zeros((heads, c.queries, keys), dtype=np.float32)
             self.patterns[:, start:stop] = weights.cpu().numpy()
             return
-        b = self.block
-        key_blocks, query_blocks = -(-keys // b), -(-self.queries // b)
+        b = c.block
+        key_blocks, query_blocks = -(-keys // b), -(-c.queries // b)
         if self.sums is None:
             self.sums = torch.zeros((heads, query_blocks, key_blocks), dtype=torch.float64, device=weights.device)
             self.maxima = torch.zeros((heads, query_blocks, key_blocks), dtype=torch.float32, device=weights.device)
@@ -278,37 +338,32 @@ class _Collector:
         self.sums.index_add_(1, which, padded.sum(-1, dtype=torch.float64))
         self.maxima.scatter_reduce_(1, which.view(1, -1, 1).expand(heads, rows, key_blocks), padded.amax(-1),
                                     reduce="amax")
-        w = self.window
+        w = c.window
         if w is not None and start < w.q1 and stop > w.q0:
-            if self.window_patterns is None:
-                self.window_patterns = np.zeros((heads, w.q1 - w.q0, w.k1 - w.k0), dtype=np.float32)
-            a, z = max(start, w.q0), min(stop, w.q1)
-            self.window_patterns[:, a - w.q0:z - w.q0] = weights[:, a - start:z - start, w.k0:w.k1].cpu().numpy()
+            if self.window is None:
+                self.window = np.zeros((heads, w.q1 - w.q0, w.k1 - w.k0), dtype=np.float32)
+            lo, hi = max(start, w.q0), min(stop, w.q1)
+            self.window[:, lo - w.q0:hi - w.q0] = weights[:, lo - start:hi - start, w.k0:w.k1].cpu().numpy()
 
-    def reading(self, query_tokens, key_tokens, truncated: int, seconds: float) -> AttentionReading:
-        """The reading, once the forward pass is done."""
-        found = AttentionReading(query_tokens, key_tokens, self.stack, self.layer, self.block, offsets=self.offsets,
-                                 truncated=truncated, seconds=seconds)
-        if self.block == 1:
-            found.patterns = self.patterns
-            return found
-        b = self.block
-        rows = np.minimum(b, self.queries - b * np.arange(self.sums.shape[1]))
-        cols = np.minimum(b, self.keys - b * np.arange(self.sums.shape[2]))
-        found.block_mean = (self.sums.cpu().numpy() / (rows[:, None] * cols[None, :])).astype(np.float32)
-        found.block_max = self.maxima.cpu().numpy()
-        found.window, found.window_patterns = self.window, self.window_patterns
-        return found
+    def result(self, c: _Collector) -> LayerAttention:
+        if c.block == 1:
+            return LayerAttention(1, patterns=self.patterns)
+        b = c.block
+        rows = np.minimum(b, c.queries - b * np.arange(self.sums.shape[1]))
+        cols = np.minimum(b, c.keys - b * np.arange(self.sums.shape[2]))
+        mean = (self.sums.cpu().numpy() / (rows[:, None] * cols[None, :])).astype(np.float32)
+        return LayerAttention(b, block_mean=mean, block_max=self.maxima.cpu().numpy(), window_patterns=self.window)
 
 
-def estimate(lm: LoadedModel, tokens: int, *, keys: int | None = None) -> ReadingEstimate:
+def estimate(lm: LoadedModel, tokens: int, *, keys: int | None = None, stack: str = "encoder",
+             kept: int = 1, window: Window | None = None) -> ReadingEstimate:
     """Memory and time of reading the attention of ``tokens`` query tokens, before running it.
 
-    Blocked reading: the eager mask (float32 [queries, keys]), :data:`BLOCK_COPIES` blocks of
-    :data:`BLOCK_BYTES`, the offset profile (float64 [layers, heads, 2n − 1] plus two float32 [layers,
-    heads, n]), the kept layer ([heads, n, n] up to :data:`SUMMARY_CELLS` a side, else its summaries and a
-    window) and the activations (about 16 float32 vectors of the model's width per token). Read from
-    ``output_attentions``: every layer's [heads, n, n] twice (the model's tuple and its float32 copy).
+    Blocked reading: the eager mask (float32 [queries, keys]), :data:`BLOCK_COPIES` blocks of at most
+    :data:`BLOCK_BYTES`, the offset profile (float64 [layers, heads, 2n − 1] plus two [layers, heads, n]),
+    the kept layers (:func:`kept_bytes`) and the activations (about 16 float32 vectors of the model's
+    width per token). Read from ``output_attentions``: every layer's [heads, n, n] twice (the model's
+    tuple and its float32 copy) besides.
 
     Parameters
     ----------
@@ -316,34 +371,44 @@ def estimate(lm: LoadedModel, tokens: int, *, keys: int | None = None) -> Readin
     tokens : int
         Query tokens.
     keys : int, optional
-        Key tokens (cross attention); ``tokens`` by default.
+        Key tokens where they are other tokens (cross attention); ``tokens`` by default.
+    stack : str
+        The stack read (its layers and heads).
+    kept : int
+        Layers kept.
+    window : Window, optional
+        The window each summarised kept layer keeps.
 
     Returns
     -------
     ReadingEstimate
     """
-    keys = keys or tokens
-    layers, heads = lm.num_layers, lm.num_heads
+    layers, heads = _stack_layers(lm, stack), _stack_heads(lm, stack)
     width = lm.config.get_text_config().hidden_size
     blocked = _readable(lm.model)
 
     def peak(n: int) -> int:
-        k = keys if keys != tokens else n
+        k = keys or n
+        common = n * k * 4 + kept * kept_bytes(heads, n, k, window) + 16 * max(n, k) * width * 4
+        common += 3 * layers * heads * (2 * n - 1) * 8 if keys is None else 0
         if blocked:
-            block = min(BLOCK_BYTES, heads * n * k * 4)
-            kept = heads * min(n, SUMMARY_CELLS) * min(k, SUMMARY_CELLS) * 4 * (1 if n <= SUMMARY_CELLS else 3)
-            profile = layers * heads * (2 * n - 1) * 8 + 2 * layers * heads * n * 4
-            return n * k * 4 + BLOCK_COPIES * block + kept + profile + 16 * n * width * 4
-        return 2 * layers * heads * n * k * 4 + n * k * 4 + 16 * n * width * 4
+            return common + BLOCK_COPIES * min(BLOCK_BYTES, heads * n * k * 4)
+        return common + 2 * layers * heads * n * k * 4
 
     budget = settings.attention_budget(lm.device)
     low, high = 1, max(tokens, 1)
-    while low < high:  # the most tokens that fit: peak grows with n
+    while low < high:  # the most tokens that fit: the peak grows with n
         mid = (low + high + 1) // 2
         low, high = (mid, high) if peak(mid) <= budget else (low, mid - 1)
-    head_dim = width // heads
-    flops = 4.0 * layers * heads * tokens * keys * head_dim
+    flops = 4.0 * layers * heads * tokens * (keys or tokens) * (width // max(heads, 1))
     return ReadingEstimate(tokens, peak(tokens), flops / matmul_rate(lm.device.type), budget, low, blocked)
+
+
+def every_layer_fits(lm: LoadedModel, queries: int, keys: int, stack: str = "encoder",
+                     window: Window | None = None) -> bool:
+    """Whether every layer of ``stack`` can be kept (:data:`KEEP_BYTES`), so that choosing another layer
+    needs no second forward pass."""
+    return _stack_layers(lm, stack) * kept_bytes(_stack_heads(lm, stack), queries, keys, window) <= KEEP_BYTES
 
 
 @functools.cache
@@ -363,9 +428,9 @@ def matmul_rate(device: str) -> float:
 
 
 def read_attention(lm: LoadedModel, text: str, text_pair: str | None = None, *, target: str | None = None,
-                   stack: str = "encoder", layer: int = 0, window: Window | None = None, offsets: bool = True,
-                   check_budget: bool = True) -> AttentionReading:
-    """Read the attention of ``text`` with bounded memory: ``layer`` of ``stack`` kept, every layer's offsets.
+                   stack: str = "encoder", layers: Sequence[int] | None = None, window: Window | None = None,
+                   offsets: bool = True, limit: int | None = None, check_budget: bool = True) -> AttentionReading:
+    """Read the attention of ``text`` with bounded memory: the ``layers`` of ``stack`` kept, every layer's offsets.
 
     The input is prepared as :func:`posviz.analysis.attention.attention` prepares it (the same tokens,
     and for an encoder-decoder model the same decoder input from ``target``), and the model runs once.
@@ -376,13 +441,17 @@ def read_attention(lm: LoadedModel, text: str, text_pair: str | None = None, *, 
     text, text_pair, target : str
         As for :func:`posviz.analysis.attention.attention`.
     stack : {"encoder", "decoder", "cross"}
-        The stack whose layer is kept ("encoder" is the only stack of a model without a decoder).
-    layer : int
-        The layer kept: whole up to :data:`SUMMARY_CELLS` tokens, else as block summaries and ``window``.
+        The stack whose layers are kept ("encoder" is the only stack of a model without a decoder).
+    layers : sequence of int, optional
+        The layers kept: whole up to :data:`WHOLE_TOKENS` tokens, else as block summaries and ``window``.
+        Every layer by default.
     window : Window, optional
-        Cells to keep at full resolution where the layer is summarised (clipped to the pattern).
+        Cells to keep at full resolution where a layer is summarised (clipped to the pattern and to
+        :data:`WINDOW_CELLS` a side).
     offsets : bool
         Also fold every layer of ``stack`` into an :class:`OffsetProfile` (not for "cross").
+    limit : int, optional
+        Read at most this many tokens (the first ones, as the model's own limit truncates).
     check_budget : bool
         Refuse a reading whose :func:`estimate` exceeds the budget.
 
@@ -397,14 +466,20 @@ def read_attention(lm: LoadedModel, text: str, text_pair: str | None = None, *, 
         When ``check_budget`` and the estimate exceeds :func:`posviz.settings.attention_budget`.
     ValueError
         When ``text`` is empty, ``stack`` is unknown or is a decoder stack of a model without a decoder,
-        or ``layer`` is out of range.
+        or a layer is out of range.
+
+    Examples
+    --------
+    >>> reading = read_attention(lm, "The cat sat on the mat.", layers=[0])  # doctest: +SKIP
+    >>> reading.layer(0).patterns.shape  # doctest: +SKIP
+    (12, 9, 9)
     """
     if stack not in STACKS:
         raise ValueError(f"Unknown attention stack {stack!r}; expected one of {', '.join(STACKS)}.")
     encoder_decoder = bool(lm.config.is_encoder_decoder)
     if stack != "encoder" and not encoder_decoder:
         raise ValueError(f"The {stack} stack exists only for encoder-decoder models.")
-    encoded = encode(lm, text, text_pair)
+    encoded = encode(lm, text, text_pair, limit=limit)
     inputs = dict(encoded.model_inputs)
     query_tokens = key_tokens = encoded.tokens
     if encoder_decoder:
@@ -413,36 +488,102 @@ def read_attention(lm: LoadedModel, text: str, text_pair: str | None = None, *, 
         decoder_tokens = lm.tokenizer.convert_ids_to_tokens(ids[0].tolist())
         query_tokens = decoder_tokens if stack != "encoder" else encoded.tokens
         key_tokens = decoder_tokens if stack == "decoder" else encoded.tokens
+    count = _stack_layers(lm, stack)
+    kept = set(range(count)) if layers is None else set(layers)
+    if not kept <= set(range(count)):
+        raise ValueError(f"Layer {max(kept)} does not exist: the {stack} stack has layers 0 … {count - 1}.")
     queries, keys = len(query_tokens), len(key_tokens)
-    layers = _stack_layers(lm, stack)
-    if not 0 <= layer < layers:
-        raise ValueError(f"Layer {layer} does not exist: the {stack} stack has layers 0 … {layers - 1}.")
+    if window is not None:
+        window = window.clipped(queries, keys, WINDOW_CELLS)
     if check_budget:
-        cost = estimate(lm, max(queries, keys), keys=keys if keys != queries else None)
+        cost = estimate(lm, queries, keys=keys if stack == "cross" else None, stack=stack, kept=len(kept),
+                        window=window)
         if not cost.fits:
             raise AttentionBudgetError(f"This attention is too large to read: {cost.describe()}", cost)
-    heads = _stack_heads(lm, stack)
-    profile = OffsetProfile.empty(layers, heads, queries) if offsets and stack != "cross" else None
-    collector = _Collector(lm.model, encoder_decoder, stack, layer, queries, keys,
-                           window.clipped(queries, keys) if window else None, profile)
+    profile = OffsetProfile.empty(count, _stack_heads(lm, stack), queries) if offsets and stack != "cross" else None
+    collector = _Collector(lm.model, encoder_decoder, stack, kept, queries, keys, window, profile)
+    seconds = _run(lm, inputs, collector)
+    return collector.reading(query_tokens, key_tokens, encoded.truncated if stack != "decoder" else 0, seconds)
+
+
+def _run(lm: LoadedModel, inputs: dict, collector: _Collector) -> float:
+    """One forward pass whose attention goes to ``collector``; its wall time, seconds."""
+    encoder_decoder = bool(lm.config.is_encoder_decoder)
     module = lm.model if encoder_decoder else lm.forward_module
+    extra = {"use_cache": False} if encoder_decoder else {}
     began = time.perf_counter()
     with torch.no_grad():
         if _readable(lm.model):
             _local.reading = collector
             try:
-                module(**inputs, **({"use_cache": False} if encoder_decoder else {}))
+                module(**inputs, **extra)
             finally:
                 _local.reading = None
         else:
-            out = module(**inputs, output_attentions=True, **({"use_cache": False} if encoder_decoder else {}))
+            out = module(**inputs, output_attentions=True, **extra)
             found = {"encoder": out.encoder_attentions if encoder_decoder else out.attentions,
                      "decoder": getattr(out, "decoder_attentions", None),
-                     "cross": getattr(out, "cross_attentions", None)}[stack]
+                     "cross": getattr(out, "cross_attentions", None)}[collector.stack]
             for weights in found:
-                collector.take(stack, 0, weights[0])
-    return collector.reading(query_tokens, key_tokens, encoded.truncated if stack != "decoder" else 0,
-                             time.perf_counter() - began)
+                collector.take(collector.stack, 0, weights[0])
+    return time.perf_counter() - began
+
+
+def corpus_offsets(lm: LoadedModel, text: str, *, tokens: int = 128, windows: int = 16) -> OffsetProfile:
+    """The offset profile of every layer and head averaged over windows of a text: not one sentence's.
+
+    The text is tokenized once without special tokens and cut into consecutive windows of ``tokens``
+    tokens, special tokens included (those the tokenizer puts around one sequence); each window
+    is one forward pass (an encoder-decoder model: its encoder). The profile of window w adds to the
+    sum, so :attr:`OffsetProfile.inputs` says how many were averaged.
+
+    Parameters
+    ----------
+    lm : LoadedModel
+    text : str
+        E.g. :data:`posviz.analysis.layer_probe.BUILTIN_TEXT`, the text of the probes.
+    tokens : int
+        Tokens per window, special tokens included (at most the model's limit).
+    windows : int
+        Most windows read; fewer where the text is shorter.
+
+    Returns
+    -------
+    OffsetProfile
+
+    Raises
+    ------
+    ValueError
+        When the text holds less than one window.
+    """
+    tok = lm.tokenizer
+    tokens = min(tokens, lm.max_tokens)
+    before, after = _special_tokens(tok)
+    ids = tok(text, add_special_tokens=False, verbose=False)["input_ids"]
+    step = tokens - len(before) - len(after)
+    chunks = [ids[i:i + step] for i in range(0, len(ids) - step + 1, step)][:windows]
+    if not chunks or step < 1:
+        raise ValueError(f"The text holds fewer than {tokens} tokens: no window to read.")
+    total = None
+    for chunk in chunks:
+        window_ids = torch.tensor([before + chunk + after], device=lm.device)
+        inputs = {"input_ids": window_ids, "attention_mask": torch.ones_like(window_ids)}
+        if lm.config.is_encoder_decoder:
+            start = lm.config.decoder_start_token_id
+            inputs["decoder_input_ids"] = torch.tensor([[start if start is not None else 0]], device=lm.device)
+        profile = OffsetProfile.empty(lm.num_layers, lm.num_heads, window_ids.shape[1])
+        _run(lm, inputs, _Collector(lm.model, bool(lm.config.is_encoder_decoder), "encoder", set(),
+                                    window_ids.shape[1], window_ids.shape[1], None, profile))
+        total = profile if total is None else total + profile
+    return total
+
+
+def _special_tokens(tok) -> tuple[list[int], list[int]]:
+    """The ids the tokenizer puts before and after one sequence ([CLS] and [SEP] for BERT; none for GPT-2)."""
+    core = tok("a", add_special_tokens=False)["input_ids"]
+    full = tok("a")["input_ids"]
+    at = next(i for i in range(len(full) - len(core) + 1) if full[i:i + len(core)] == core)
+    return full[:at], full[at + len(core):]
 
 
 def _stack_layers(lm: LoadedModel, stack: str) -> int:
