@@ -1,4 +1,5 @@
-"""Attention page: the attention pattern of each layer and head for the user's sentence.
+"""Attention page: the attention pattern of each layer and head for the user's sentence, at any length,
+and the attention read by offset (sinks, the previous token) beside the positional scheme.
 
 For an encoder-decoder model the page also takes a target sentence (the decoder's input) and
 shows one of three stacks: encoder self-attention, decoder self-attention or cross attention.
@@ -6,13 +7,16 @@ shows one of three stacks: encoder self-attention, decoder self-attention or cro
 
 import streamlit as st
 
+from posviz.analysis import attention_reading as reading
 from posviz.analysis.attention import STACKS, without_special
 from posviz.app import caches, layout
 from posviz.app.downloads import show
-from posviz.app.notices import require_weights, truncation_notice
+from posviz.app.notices import attention_budget_notice, require_weights, truncation_notice
 from posviz.app.navigation import current_model
-from posviz.app.widgets import index_slider, sentence_inputs, text_field, url
+from posviz.app.widgets import index_slider, position_range, sentence_inputs, text_field, url
 from posviz.views import attention as views
+from posviz.views import attention_offsets as offset_views
+from posviz.views.limits import MAX_LABELS
 
 key, lm = current_model()
 encoder_decoder = bool(lm.config.is_encoder_decoder)
@@ -30,37 +34,96 @@ if not text.strip():
     st.info("Type a sentence above to see its attention patterns.", icon=":material/edit:")
     st.stop()
 
-with st.spinner("Running the model …"):
-    att = caches.attention_patterns(key, text, text_pair, (target or None) if encoder_decoder else None)
-truncation_notice(att.truncated, lm, paired=bool(text_pair))
-
-stack = None
+stack = "encoder"
 if encoder_decoder:
-    if att.decoder_truncated:
-        st.warning(f"The target is longer than the model's {lm.max_tokens} positions: the last "
-                   f"{att.decoder_truncated} tokens were dropped.", icon=":material/content_cut:")
     stack = st.radio(
         "Attention stack", list(STACKS), captions=list(STACKS.values()), **url("stack"), horizontal=True,
         help="encoder: source tokens attend to source tokens. decoder: target tokens attend to earlier "
              "target tokens (causal). cross: target tokens (rows) attend to source tokens (columns).")
-stack_patterns, query_tokens, key_tokens = att.stack(stack or "encoder")
+target = (target or None) if encoder_decoder else None
+
+with st.expander("Long inputs", icon=":material/straighten:"):
+    limit = st.number_input("Read at most (tokens)", 1, lm.max_tokens, lm.max_tokens, **url("limit"),
+                            help="The first tokens of the input are read; the rest is dropped, as the model's own "
+                                 "limit drops it.")
+    limit = None if limit >= lm.max_tokens else int(limit)
+    queries, keys = caches.attention_size(key, text, text_pair, target, stack, limit)
+    summarised = max(queries, keys) > reading.WHOLE_TOKENS
+    reduction = st.radio("Block summary", ["mean", "max"], horizontal=True, **url("blocks"), disabled=not summarised,
+                         help=f"Beyond {reading.WHOLE_TOKENS} tokens a cell stands for a block of tokens: the mean "
+                              "of its weights, or the largest (a strong link stays visible).")
+    window = None
+    if max(queries, keys) > MAX_LABELS:
+        zq, zk = st.columns(2)
+        most = reading.WINDOW_CELLS - 1
+        q0, q1 = position_range(zq, "Zoom: queries", queries, (0, min(63, queries - 1)), name="zoom_q",
+                                help=f"Query rows shown at full resolution below (at most {most + 1}).")
+        k0, k1 = position_range(zk, "Zoom: keys", keys, (0, min(63, keys - 1)), name="zoom_k",
+                                help=f"Key columns shown at full resolution below (at most {most + 1}).")
+        window = reading.Window(q0, q1 + 1, k0, k1 + 1).clipped(queries, keys, reading.WINDOW_CELLS)
 
 c1, c2, c3 = st.columns([2, 2, 1.5])
-num_layers, num_heads = stack_patterns.shape[:2]
-layer = index_slider(c1, "Layer", num_layers, "layer")
-head = index_slider(c2, "Head", num_heads, "head")
-hide = c3.toggle("Hide special tokens", **url("hide_special"), wrap=True,
+layer = index_slider(c1, "Layer", reading.stack_layers(lm, stack), "layer")
+head = index_slider(c2, "Head", reading.stack_heads(lm, stack), "head")
+hide = c3.toggle("Hide special tokens", **url("hide_special"), wrap=True, disabled=summarised,
                  help="Drop [CLS], [SEP], BOS/EOS … and renormalise each row to sum to 1; beside each pattern, how "
-                      f"much of each row was hidden; rows with under {views.VISIBLE_AT_LEAST:.0%} left are greyed.")
+                      f"much of each row was hidden; rows with under {views.VISIBLE_AT_LEAST:.0%} left are greyed "
+                      f"(up to {reading.WHOLE_TOKENS} tokens).")
 
-patterns, hidden = stack_patterns[layer], None
-if hide:
+asked = dict(stack=stack, window=window if summarised else None)
+layers = None if reading.every_layer_fits(lm, queries, keys, **asked) else (layer,)
+cost = reading.estimate(lm, queries, keys=keys if stack == "cross" else None, stack=stack,
+                        kept=reading.stack_layers(lm, stack) if layers is None else 1, window=asked["window"])
+if not cost.fits:
+    attention_budget_notice(cost)
+with st.spinner(f"Running the model on {queries:,} tokens (about {cost.seconds:,.1f} s of attention) …"):
+    att = caches.attention_reading(key, text, text_pair, target, stack, layers, asked["window"], limit)
+truncation_notice(att.truncated, lm, paired=bool(text_pair), limit=limit)
+if encoder_decoder and stack != "encoder" and queries >= lm.max_tokens:
+    st.caption(f"The target fills the model's {lm.max_tokens} positions: a longer one is cut.")
+
+kept = att.layer(layer)
+query_tokens, key_tokens = att.query_tokens, att.key_tokens
+patterns, hidden = kept.summary(reduction), None
+if hide and kept.block == 1:
     patterns, query_tokens, key_tokens, hidden = without_special(patterns, query_tokens, key_tokens,
                                                                  set(lm.tokenizer.all_special_tokens))
-shown = dict(layer=layer, stack=stack, hidden=hidden)
+shown = dict(layer=layer, stack=stack if encoder_decoder else None, hidden=hidden, summary=(kept.block, reduction))
 left, right = layout.pair()
 with left:
     show(views.attention_head(patterns, query_tokens, key_tokens, head=head, **shown))
 with right:
     show(views.attention_mean(patterns, query_tokens, key_tokens, **shown))
 show(views.attention_grid(patterns, query_tokens, key_tokens, **shown))
+if window is not None:
+    zoomed = kept.window_patterns if kept.block > 1 else kept.patterns[:, window.q0:window.q1, window.k0:window.k1]
+    show(views.attention_window(zoomed, att.query_tokens, att.key_tokens, window, layer=layer, head=head,
+                                stack=shown["stack"]))
+
+st.subheader("Attention by offset")
+if stack == "cross":
+    st.info("Offsets j − i compare a query's and a key's positions in one sequence: pick the encoder or the decoder "
+            "stack.", icon=":material/info:")
+    st.stop()
+o1, o2 = st.columns(2)
+over = o1.radio("Over", ["input", "corpus"], horizontal=True, **url("offsets_over"), disabled=stack != "encoder",
+                captions=["this input", "windows of the probes' text"],
+                help="corpus: the mean over 16 windows of 128 tokens of the text the probes read (Pride and "
+                     "Prejudice, chapter 1), so that one sentence's words do not decide the profile.")
+profile = att.offsets
+if over == "corpus" and stack == "encoder":
+    with st.spinner("Reading the corpus windows …"):
+        profile = caches.corpus_profile(key, 128, 16)
+max_offset = o2.number_input("Offsets shown each side", 1, max(profile.tokens - 1, 1),
+                             min(offset_views.MAX_OFFSET, max(profile.tokens - 1, 1)), **url("max_offset"))
+encoding = lm.encoding(stack) if stack in [e.component for e in lm.encodings] else lm.encodings[0]
+prediction = caches.scheme_prediction(key, encoding.component, profile.tokens)
+named = STACKS[stack] if encoder_decoder else ""
+show(offset_views.offset_grid(profile, max_offset=max_offset, stack=named))
+show(offset_views.sink_grid(profile, stack=named))
+left, right = layout.pair()
+with left:
+    show(offset_views.head_offsets(profile, prediction, layer=layer, head=head, scheme=encoding.label,
+                                   score=encoding.metric_label("dot"), max_offset=max_offset))
+with right:
+    show(offset_views.shares_by_query(profile, layer=layer, head=head))

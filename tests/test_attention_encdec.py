@@ -200,7 +200,8 @@ def deep_decoder_t5(tmp_path_factory):
 
 
 def _heatmaps(at):
-    head, mean, grid = figures(at)
+    """The layer's three figures (head, mean, every head); attention by offset follows them."""
+    head, mean, grid = figures(at)[:3]
     return head, mean, grid
 
 

@@ -100,13 +100,17 @@ def test_offset_profile_is_the_diagonals(family, tiny_lm, small_blocks):
 
 def test_diagonal_sums_of_a_block():
     w = torch.arange(2 * 3 * 6, dtype=torch.float32).reshape(2, 3, 6)  # queries 2, 3, 4 of 6
-    got = diagonal_sums(w, 2, 6).numpy()
+    got, scratch = diagonal_sums(w, 2, 6)
+    again, _ = diagonal_sums(w + 1, 2, 6, scratch)  # the buffer reused: its unwritten cells stay zero
+    got = got.numpy()
     want = np.zeros((2, 11))
     for h in range(2):
         for r in range(3):
             for j in range(6):
                 want[h, j - (2 + r) + 5] += w[h, r, j].item()
     np.testing.assert_array_equal(got, want)
+    counts = np.array([[sum(1 for r in range(3) for j in range(6) if j - (2 + r) == d) for d in range(-5, 6)]] * 2)
+    np.testing.assert_array_equal(again.numpy(), want + counts)
 
 
 def test_alibi_profile_is_the_slopes_where_content_is_removed(tiny_lm, tiny_path, small_blocks):

@@ -21,7 +21,7 @@ from posviz.positions import PositionEncoding
 PREDICTION_POSITIONS = 1024
 
 
-def diagonal_sums(weights: torch.Tensor, start: int, keys: int) -> torch.Tensor:
+def diagonal_sums(weights: torch.Tensor, start: int, keys: int, scratch: torch.Tensor | None = None) -> torch.Tensor:
     """Sum of ``weights`` along each offset j − i, for the query rows ``start .. start + rows − 1``.
 
     Parameters
@@ -33,27 +33,36 @@ def diagonal_sums(weights: torch.Tensor, start: int, keys: int) -> torch.Tensor:
     keys : int
         Keys (``weights.shape[-1]``); also the number of queries of the whole pattern, so offsets run
         −(keys − 1) … keys − 1.
+    scratch : torch.Tensor, optional
+        The buffer of an earlier call with weights of the same shape, dtype and device, reused (the cells
+        a call does not write are the same in every such call, and stay zero).
 
     Returns
     -------
-    torch.Tensor
+    sums : torch.Tensor
         float64 [heads, 2·keys − 1]: entry ``d + keys − 1`` sums ``weights[:, r, j]`` over the cells
         with ``j − (start + r) = d``.
+    scratch : torch.Tensor
+        The buffer, for the next call.
 
     Notes
     -----
-    Each row is shifted left by its index with one pad and one reshape (the "skewing" of Huang et al.,
-    Music Transformer, ICLR 2019, §3.4.1): rows reversed, padded by ``rows`` zeros, flattened, cut and
-    folded back, so row r moves right by ``rows − 1 − r``.
+    The rows are written once into a zeroed buffer [heads, rows, keys + rows − 1] through a strided view
+    that shifts row r right by ``rows − 1 − r`` (the "skewing" of Huang et al., Music Transformer, ICLR
+    2019, §3.4.1, done as one copy); each buffer column is then one offset, summed over the rows.
     """
     heads, rows, n = weights.shape
-    flipped = torch.nn.functional.pad(weights.flip(1).double(), (0, rows))  # [heads, rows, n + rows]
-    skewed = flipped.reshape(heads, -1)[:, :rows * (n + rows - 1)].reshape(heads, rows, n + rows - 1)
-    sums = skewed.sum(1)  # column c: offset c − (rows − 1) − start
+    width = n + rows - 1
+    skewed = scratch
+    if skewed is None or skewed.shape != (heads, rows, width) or skewed.dtype != weights.dtype:
+        skewed = torch.zeros((heads, rows, width), dtype=weights.dtype, device=weights.device)
+    # skewed[h, r, j + rows - 1 - r] = weights[h, r, j]: rows step by width - 1, so each row starts one earlier
+    skewed.as_strided((heads, rows, n), (rows * width, width - 1, 1), rows - 1).copy_(weights)
+    sums = skewed.sum(1).double()  # column c: offset c − (rows − 1) − start; float32 within a block
     out = torch.zeros((heads, 2 * keys - 1), dtype=torch.float64, device=weights.device)
     first = keys - rows - start  # index of column 0
-    out[:, first:first + n + rows - 1] += sums
-    return out
+    out[:, first:first + width] += sums
+    return out, skewed
 
 
 @dataclass
@@ -93,11 +102,15 @@ class OffsetProfile:
         n = self.tokens
         return np.arange(-(n - 1), n, dtype=np.int64)
 
-    def add(self, layer: int, start: int, weights: torch.Tensor) -> None:
-        """Add the weights of query rows ``start ..`` of ``layer``: [heads, rows, n] (self-attention)."""
+    def add(self, layer: int, start: int, weights: torch.Tensor, scratch: dict | None = None) -> None:
+        """Add the weights of query rows ``start ..`` of ``layer``: [heads, rows, n] (self-attention).
+        ``scratch``: a dict the caller keeps for the reading, holding :func:`diagonal_sums`' buffers by
+        block height (the profile itself keeps none)."""
         n = weights.shape[-1]
         rows = weights.shape[1]
-        self.sums[layer] += diagonal_sums(weights, start, n).cpu().numpy()
+        scratch = {} if scratch is None else scratch
+        sums, scratch[rows] = diagonal_sums(weights, start, n, scratch.get(rows))
+        self.sums[layer] += sums.cpu().numpy()
         self.first[layer, :, start:start + rows] += weights[:, :, 0].double().cpu().numpy()
         lo = max(start, 1)
         if lo < start + rows:

@@ -46,6 +46,10 @@ KEEP_BYTES = 256 * 2**20
 BLOCK_BYTES = 64 * 2**20
 #: Working copies of a block eager attention makes at once (scores, weights, the mask added).
 BLOCK_COPIES = 3
+#: A real model's blocked reading per cell against :func:`cell_seconds`' calibration block: its copies
+#: (grouped keys repeated, dtype casts) and longer rows. Measured on a 2-core CPU with a 30-layer,
+#: 9-head Llama: 2.8 at 2 048 tokens, 2.3 at 8 192 (bench/attention.py).
+EAGER_OVERHEAD = 2.5
 #: Names of cross-attention modules (queries of the decoder, keys of the encoder), by family.
 _CROSS = re.compile(r"EncDecAttention|encoder_attn|crossattention|cross_attn", re.IGNORECASE)
 
@@ -169,8 +173,9 @@ class ReadingEstimate:
     peak_bytes : int
         Memory the reading adds at its peak, bytes.
     seconds : float
-        Expected wall time, from the attention's floating-point operations and this device's measured
-        matrix-multiply rate (:func:`matmul_rate`); the rest of the forward pass is not counted.
+        Expected wall time of the attention: its cells (layers × heads × queries × keys) times this
+        device's measured time per cell (:func:`cell_seconds`) times :data:`EAGER_OVERHEAD`; the rest of
+        the forward pass is not counted.
     budget : int
         :func:`posviz.settings.attention_budget`, bytes.
     fitting_tokens : int
@@ -291,6 +296,7 @@ class _Collector:
         self.block = _block(queries, keys)
         self.window, self.offsets = window, offsets
         self.kept = {index: _Kept() for index in layers}
+        self.scratch = {}  # the offset profile's buffers, dropped with the collector
 
     def take(self, stack: str, start: int, weights: torch.Tensor) -> None:
         """Take the weights of query rows ``start ..`` of an attention call of ``stack``: float [heads,
@@ -303,7 +309,7 @@ class _Collector:
             return
         weights = weights.float()
         if self.offsets is not None:
-            self.offsets.add(layer, start, weights)
+            self.offsets.add(layer, start, weights, self.scratch)
         if layer in self.kept:
             self.kept[layer].take(self, start, weights)
 
@@ -333,7 +339,8 @@ class _Kept:
         if self.sums is None:
             self.sums = torch.zeros((heads, query_blocks, key_blocks), dtype=torch.float64, device=weights.device)
             self.maxima = torch.zeros((heads, query_blocks, key_blocks), dtype=torch.float32, device=weights.device)
-        padded = torch.nn.functional.pad(weights, (0, key_blocks * b - keys)).view(heads, rows, key_blocks, b)
+        cut = key_blocks * b - keys  # a last block cut by the edge: zeros change neither its sum nor its maximum
+        padded = (torch.nn.functional.pad(weights, (0, cut)) if cut else weights).view(heads, rows, key_blocks, b)
         which = torch.arange(start, stop, device=weights.device) // b
         self.sums.index_add_(1, which, padded.sum(-1, dtype=torch.float64))
         self.maxima.scatter_reduce_(1, which.view(1, -1, 1).expand(heads, rows, key_blocks), padded.amax(-1),
@@ -383,7 +390,7 @@ def estimate(lm: LoadedModel, tokens: int, *, keys: int | None = None, stack: st
     -------
     ReadingEstimate
     """
-    layers, heads = _stack_layers(lm, stack), _stack_heads(lm, stack)
+    layers, heads = stack_layers(lm, stack), stack_heads(lm, stack)
     width = lm.config.get_text_config().hidden_size
     blocked = _readable(lm.model)
 
@@ -400,31 +407,42 @@ def estimate(lm: LoadedModel, tokens: int, *, keys: int | None = None, stack: st
     while low < high:  # the most tokens that fit: the peak grows with n
         mid = (low + high + 1) // 2
         low, high = (mid, high) if peak(mid) <= budget else (low, mid - 1)
-    flops = 4.0 * layers * heads * tokens * (keys or tokens) * (width // max(heads, 1))
-    return ReadingEstimate(tokens, peak(tokens), flops / matmul_rate(lm.device.type), budget, low, blocked)
+    seconds = layers * heads * tokens * (keys or tokens) * cell_seconds(lm.device.type) * EAGER_OVERHEAD
+    return ReadingEstimate(tokens, peak(tokens), seconds, budget, low, blocked)
 
 
 def every_layer_fits(lm: LoadedModel, queries: int, keys: int, stack: str = "encoder",
                      window: Window | None = None) -> bool:
     """Whether every layer of ``stack`` can be kept (:data:`KEEP_BYTES`), so that choosing another layer
     needs no second forward pass."""
-    return _stack_layers(lm, stack) * kept_bytes(_stack_heads(lm, stack), queries, keys, window) <= KEEP_BYTES
+    return stack_layers(lm, stack) * kept_bytes(stack_heads(lm, stack), queries, keys, window) <= KEEP_BYTES
 
 
 @functools.cache
-def matmul_rate(device: str) -> float:
-    """Floating-point operations per second of a float32 1024 × 1024 matrix product on ``device``
-    (measured once per process: three products after one warm-up)."""
-    a = torch.randn(1024, 1024, device=device)
-    a @ a
+def cell_seconds(device: str) -> float:
+    """Seconds per attention weight (one query-key cell of one head) of a blocked reading on ``device``,
+    measured once per process on a [4 heads, 256 queries, 2 048 keys] block of head width 64: the
+    scores' product, scaling, mask, softmax and the product with the values, as eager attention does
+    them, then the offset profile's skew and sums and a block summary, as a reading adds them."""
+    heads, rows, keys, dim = 4, 256, 2048, 64
+    q, k = torch.randn(heads, rows, dim, device=device), torch.randn(heads, keys, dim, device=device)
+    mask = torch.zeros(rows, keys, device=device)
+    profile = OffsetProfile.empty(1, heads, keys)
+
+    def block() -> None:
+        weights = torch.softmax(q @ k.transpose(1, 2) * 0.125 + mask, dim=-1)
+        weights @ k
+        profile.add(0, keys - rows, weights)
+        weights.view(heads, rows, keys // 8, 8).sum(-1)
+
+    block()
     if device == "cuda":
         torch.cuda.synchronize()
     began = time.perf_counter()
-    for _ in range(3):
-        a @ a
+    block()
     if device == "cuda":
         torch.cuda.synchronize()
-    return 3 * 2 * 1024**3 / max(time.perf_counter() - began, 1e-9)
+    return (time.perf_counter() - began) / (heads * rows * keys)
 
 
 def read_attention(lm: LoadedModel, text: str, text_pair: str | None = None, *, target: str | None = None,
@@ -488,7 +506,7 @@ def read_attention(lm: LoadedModel, text: str, text_pair: str | None = None, *, 
         decoder_tokens = lm.tokenizer.convert_ids_to_tokens(ids[0].tolist())
         query_tokens = decoder_tokens if stack != "encoder" else encoded.tokens
         key_tokens = decoder_tokens if stack == "decoder" else encoded.tokens
-    count = _stack_layers(lm, stack)
+    count = stack_layers(lm, stack)
     kept = set(range(count)) if layers is None else set(layers)
     if not kept <= set(range(count)):
         raise ValueError(f"Layer {max(kept)} does not exist: the {stack} stack has layers 0 … {count - 1}.")
@@ -500,7 +518,7 @@ def read_attention(lm: LoadedModel, text: str, text_pair: str | None = None, *, 
                         window=window)
         if not cost.fits:
             raise AttentionBudgetError(f"This attention is too large to read: {cost.describe()}", cost)
-    profile = OffsetProfile.empty(count, _stack_heads(lm, stack), queries) if offsets and stack != "cross" else None
+    profile = OffsetProfile.empty(count, stack_heads(lm, stack), queries) if offsets and stack != "cross" else None
     collector = _Collector(lm.model, encoder_decoder, stack, kept, queries, keys, window, profile)
     seconds = _run(lm, inputs, collector)
     return collector.reading(query_tokens, key_tokens, encoded.truncated if stack != "decoder" else 0, seconds)
@@ -586,15 +604,15 @@ def _special_tokens(tok) -> tuple[list[int], list[int]]:
     return full[:at], full[at + len(core):]
 
 
-def _stack_layers(lm: LoadedModel, stack: str) -> int:
-    """Layers of ``stack``."""
+def stack_layers(lm: LoadedModel, stack: str) -> int:
+    """Layers of ``stack`` ("encoder": the only stack of a model without a decoder); from the config."""
     if stack == "encoder":
         return lm.num_layers
     return lm._config_int("num_decoder_layers", "decoder_layers") or lm.num_layers
 
 
-def _stack_heads(lm: LoadedModel, stack: str) -> int:
-    """Heads per layer of ``stack``."""
+def stack_heads(lm: LoadedModel, stack: str) -> int:
+    """Heads per layer of ``stack``; from the config."""
     if stack == "encoder":
         return lm.num_heads
     return lm._config_int("num_decoder_heads", "decoder_attention_heads") or lm.num_heads

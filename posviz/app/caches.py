@@ -13,9 +13,11 @@ import numpy as np
 import streamlit as st
 
 from posviz.analysis import identical_words as iw
-from posviz.analysis.attention import AttentionPatterns, attention
+from posviz.analysis.attention import attention, decoder_input
+from posviz.analysis.attention_offsets import OffsetProfile, scheme_by_offset
+from posviz.analysis.attention_reading import AttentionReading, Window, corpus_offsets, read_attention
 from posviz.analysis.input_representation import InputRepresentation, input_representation
-from posviz.analysis.layer_probe import LayerProbeResult, layer_position_probe
+from posviz.analysis.layer_probe import BUILTIN_TEXT, LayerProbeResult, layer_position_probe
 from posviz.analysis.locality import attention_scores, position_only_attention
 from posviz.analysis.probes import ProbeResult, absolute_position_probe, relative_order_probe
 from posviz.analysis.properties import PositionProperties, position_properties
@@ -26,7 +28,7 @@ from posviz.loading import LoadedModel
 from posviz.positions import PositionEncoding, sinusoidal
 from posviz.positions.sinusoid import reference_sinusoid
 from posviz.store import BUNDLED, ModelKey, ModelStore
-from posviz.tokenization import SentenceWords, split_words
+from posviz.tokenization import SentenceWords, encode, split_words
 from posviz.views import positions, probes
 
 
@@ -81,20 +83,59 @@ def input_parts(key: ModelKey, text: str, text_pair: str | None) -> InputReprese
     return input_representation(loaded_model(key), text, text_pair)
 
 
+def _read_only(*arrays: np.ndarray | None) -> None:
+    for found in arrays:
+        if found is not None:
+            found.setflags(write=False)
+
+
 @st.cache_resource(show_spinner=False, max_entries=8)
-def attention_patterns(key: ModelKey, text: str, text_pair: str | None, target: str | None = None
-                       ) -> AttentionPatterns:
-    """:func:`posviz.attention`; ``target`` is the decoder's sentence of an encoder-decoder model
-    (None or empty: the source sentence), ignored by other models.
+def attention_reading(key: ModelKey, text: str, text_pair: str | None, target: str | None, stack: str,
+                      layers: tuple[int, ...] | None, window: Window | None, limit: int | None) -> AttentionReading:
+    """:func:`posviz.analysis.attention_reading.read_attention` (``target``: the decoder's sentence of an
+    encoder-decoder model, None or empty for the source sentence; ignored by other models).
 
     Kept as one object shared by every run (``st.cache_resource``), its arrays read-only: a copy
     per run (``st.cache_data`` unpickles one) is 75 MB and some 60 ms at 512 tokens.
+
+    Raises
+    ------
+    posviz.analysis.attention_reading.AttentionBudgetError
+        When the reading would exceed the memory budget (the page estimates first and does not ask).
     """
-    found = attention(loaded_model(key), text, text_pair, target=target or None)
-    for patterns in (found.patterns, found.decoder_patterns, found.cross_patterns):
-        if patterns is not None:
-            patterns.setflags(write=False)
+    found = read_attention(loaded_model(key), text, text_pair, target=target or None, stack=stack,
+                           layers=layers, window=window, limit=limit)
+    for kept in found.layers.values():
+        _read_only(kept.patterns, kept.block_mean, kept.block_max, kept.window_patterns)
+    if found.offsets is not None:
+        _read_only(found.offsets.sums, found.offsets.first, found.offsets.previous)
     return found
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def attention_size(key: ModelKey, text: str, text_pair: str | None, target: str | None, stack: str,
+                   limit: int | None) -> tuple[int, int]:
+    """(queries, keys) of the attention :func:`attention_reading` would read: the tokens of the input,
+    counted before any model runs."""
+    lm = loaded_model(key)
+    source = len(encode(lm, text, text_pair, limit=limit).tokens)
+    if stack == "encoder":
+        return source, source
+    decoder = len(decoder_input(lm, target or text)[0][0])
+    return decoder, decoder if stack == "decoder" else source
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def corpus_profile(key: ModelKey, tokens: int, windows: int) -> OffsetProfile:
+    """:func:`posviz.analysis.attention_reading.corpus_offsets` over the probes' text
+    (:data:`posviz.analysis.layer_probe.BUILTIN_TEXT`)."""
+    return corpus_offsets(loaded_model(key), BUILTIN_TEXT, tokens=tokens, windows=windows)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def scheme_prediction(key: ModelKey, component: str, tokens: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`posviz.analysis.attention_offsets.scheme_by_offset` of a positional component."""
+    return scheme_by_offset(encoding(key, component), tokens)
 
 
 @st.cache_data(show_spinner=False, max_entries=8)

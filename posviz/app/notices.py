@@ -62,13 +62,33 @@ def require_weights(lm: LoadedModel, what: str) -> None:
         st.stop()
 
 
-def truncation_notice(truncated: int, lm: LoadedModel, paired: bool = False) -> None:
-    """Say how many tokens were dropped, when any were (``paired``: the input had a second sentence)."""
+def truncation_notice(truncated: int, lm: LoadedModel, paired: bool = False, limit: int | None = None) -> None:
+    """Say how many tokens were dropped, when any were (``paired``: the input had a second sentence;
+    ``limit``: the tokens read were limited below the model's positions)."""
     if truncated:
         where = ("from the end of the longer sentence first (the tokenizer's longest-first truncation)" if paired
                  else "from the end")
-        st.warning(f"The input is longer than the model's {lm.max_tokens} positions: {truncated:,} tokens were "
-                   f"dropped, {where}.", icon=":material/content_cut:")
+        bound = (f"the {limit:,} tokens read (Long inputs)" if limit and limit < lm.max_tokens
+                 else f"the model's {lm.max_tokens:,} positions")
+        st.warning(f"The input is longer than {bound}: {truncated:,} tokens were dropped, {where}.",
+                   icon=":material/content_cut:")
+
+
+def _set_limit(tokens: int) -> None:
+    st.session_state.limit = tokens
+
+
+def attention_budget_notice(cost) -> None:
+    """Stop the page where a reading of attention would exceed its memory budget: the figures, and a
+    button that reads as many tokens as fit (``limit``); the text typed is kept.
+
+    ``cost`` is a :class:`posviz.analysis.attention_reading.ReadingEstimate`.
+    """
+    st.warning(f"This input's attention is too large for this machine: {cost.describe()} Read fewer tokens, "
+               "or pick a smaller model.", icon=":material/memory:")
+    st.button(f"Read the first {cost.fitting_tokens:,} tokens", icon=":material/content_cut:", on_click=_set_limit,
+              args=(cost.fitting_tokens,))
+    st.stop()
 
 
 def page_failed(exc: Exception) -> None:

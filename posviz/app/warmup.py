@@ -79,12 +79,18 @@ def default_views() -> list[tuple[str, Callable[[], object]]]:
 
     encoding = caches.loaded_model(BUNDLED).encodings[0]
     component, last = encoding.component, encoding.num_positions - 1
+
+    def attention() -> None:
+        queries, _ = caches.attention_size(BUNDLED, DEFAULT_TEXT, DEFAULT_TEXT_PAIR, None, "encoder", None)
+        caches.attention_reading(BUNDLED, DEFAULT_TEXT, DEFAULT_TEXT_PAIR, None, "encoder", None, None, None)
+        caches.scheme_prediction(BUNDLED, component, queries)
+
     return [
         ("similarity", lambda: caches.position_matrix(BUNDLED, component, METRICS[0],
                                                       *positions.default_range(encoding))),
         ("q against all", lambda: caches.position_matrix(BUNDLED, component, METRICS[0], 0, last)),
         ("input representation", lambda: caches.input_parts(BUNDLED, DEFAULT_TEXT, DEFAULT_TEXT_PAIR)),
-        ("attention", lambda: caches.attention_patterns(BUNDLED, DEFAULT_TEXT, DEFAULT_TEXT_PAIR, None)),
+        ("attention", attention),
     ]
 
 

@@ -56,12 +56,13 @@ def link_params(params: dict) -> dict:
     return {**params, "present": "true"} if st.session_state.get("present") else dict(params)
 
 
-def position_range(container, label: str, count: int, default: tuple[int, int], **kwargs) -> tuple[int, int]:
-    """The range slider of positions ``0 .. count - 1`` bound to ``range``: its kept value clipped
-    to this model first, and (first, last) in order whatever the link said (``range=400&range=10``).
-    ``kwargs`` go to ``st.slider`` (``help``)."""
-    clip_state("range", 0, count - 1)
-    first, last = container.slider(label, 0, count - 1, default, **url("range"), **kwargs)
+def position_range(container, label: str, count: int, default: tuple[int, int], name: str = "range",
+                   **kwargs) -> tuple[int, int]:
+    """The range slider of positions (or token indices) ``0 .. count - 1`` bound to ``name``: its kept
+    value clipped to this model (or input) first, and (first, last) in order whatever the link said
+    (``range=400&range=10``). ``kwargs`` go to ``st.slider`` (``help``)."""
+    clip_state(name, 0, count - 1)
+    first, last = container.slider(label, 0, count - 1, default, **url(name), **kwargs)
     return min(first, last), max(first, last)
 
 

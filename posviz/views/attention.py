@@ -42,7 +42,8 @@ def _top(patterns: np.ndarray, hidden: np.ndarray | None) -> float:
 
 @view_id("attention-head")
 def attention_head(patterns: np.ndarray, query_tokens: list[str], key_tokens: list[str], *, layer: int, head: int,
-                   stack: str | None = None, hidden: np.ndarray | None = None) -> View:
+                   stack: str | None = None, hidden: np.ndarray | None = None,
+                   summary: tuple[int, str] = (1, "mean")) -> View:
     """The attention pattern of one head with token labels, on the layer's colour scale (0 to its
     largest weight, shared with :func:`attention_mean` and :func:`attention_grid`). Beyond
     :data:`~posviz.views.limits.MAX_PAIR_CELLS` tokens (a cell smaller than a pixel in its column)
@@ -61,6 +62,10 @@ def attention_head(patterns: np.ndarray, query_tokens: list[str], key_tokens: li
         float [heads, queries]: the share of each row hidden with the special tokens
         (:func:`posviz.analysis.attention.without_special`); shown beside the pattern, and rows
         below :data:`VISIBLE_AT_LEAST` greyed.
+    summary : (int, str)
+        ``(b, "mean" | "max")`` where ``patterns`` are the block summaries of a long input
+        (:meth:`posviz.analysis.attention_reading.LayerAttention.summary`, one cell per b × b tokens);
+        the arrays are then those summaries.
 
     Returns
     -------
@@ -72,28 +77,30 @@ def attention_head(patterns: np.ndarray, query_tokens: list[str], key_tokens: li
     row_hidden = None if hidden is None else hidden[head]
     fig = figures.token_heatmap(patterns[head], query_tokens, title, "weight", rows, cols, zmin=0,
                                 zmax=_top(patterns, hidden), col_tokens=key_tokens, hidden=row_hidden,
-                                threshold=VISIBLE_AT_LEAST, max_cells=MAX_PAIR_CELLS)
+                                threshold=VISIBLE_AT_LEAST, max_cells=MAX_PAIR_CELLS, summary=summary)
     return View(fig, title, _arrays(patterns[head], query_tokens, key_tokens, row_hidden))
 
 
 @view_id("attention-mean")
 def attention_mean(patterns: np.ndarray, query_tokens: list[str], key_tokens: list[str], *, layer: int,
-                   stack: str | None = None, hidden: np.ndarray | None = None) -> View:
+                   stack: str | None = None, hidden: np.ndarray | None = None,
+                   summary: tuple[int, str] = (1, "mean")) -> View:
     """The mean of a layer's heads, on the layer's colour scale (see :func:`attention_head`); with
-    ``hidden``, the mean share hidden."""
+    ``hidden``, the mean share hidden; of block maxima, the mean of the heads' maxima (said in its title)."""
     rows, cols, suffix, _ = _axes(stack)
-    title = f"Layer {layer}, mean over heads{suffix}"
+    title = f"Layer {layer}, mean over heads{' of the block maxima' if summary[1] == 'max' and summary[0] > 1 else ''}{suffix}"
     mean = patterns.mean(axis=0)
     row_hidden = None if hidden is None else hidden.mean(axis=0)
     fig = figures.token_heatmap(mean, query_tokens, title, "weight", rows, cols, zmin=0, zmax=_top(patterns, hidden),
                                 col_tokens=key_tokens, hidden=row_hidden, threshold=VISIBLE_AT_LEAST,
-                                max_cells=MAX_PAIR_CELLS)
+                                max_cells=MAX_PAIR_CELLS, summary=summary)
     return View(fig, title, _arrays(mean, query_tokens, key_tokens, row_hidden))
 
 
 @view_id("attention-grid")
 def attention_grid(patterns: np.ndarray, query_tokens: list[str], key_tokens: list[str], *, layer: int,
-                   stack: str | None = None, hidden: np.ndarray | None = None) -> View:
+                   stack: str | None = None, hidden: np.ndarray | None = None,
+                   summary: tuple[int, str] = (1, "mean")) -> View:
     """Every head of a layer as small multiples, on the layer's colour scale (see :func:`attention_head`);
     with ``hidden``, each head's rows under :data:`VISIBLE_AT_LEAST` left blank.
 
@@ -104,5 +111,35 @@ def attention_grid(patterns: np.ndarray, query_tokens: list[str], key_tokens: li
     """
     _, _, suffix, grid_axes = _axes(stack)
     title = f"Layer {layer}{suffix}: every head ({grid_axes})"
-    fig = figures.heads_grid(_greyed(patterns, hidden), title, zmax=_top(patterns, hidden))
+    fig = figures.heads_grid(_greyed(patterns, hidden), title, zmax=_top(patterns, hidden), summary=summary)
     return View(fig, title, _arrays(patterns, query_tokens, key_tokens, hidden))
+
+
+@view_id("attention-window")
+def attention_window(patterns: np.ndarray, query_tokens: list[str], key_tokens: list[str], window, *, layer: int,
+                     head: int, stack: str | None = None) -> View:
+    """A window of one head's pattern at full resolution: every weight, token labels where they can be
+    read, axes counting the input's token indices (a zoom into a long input's summary).
+
+    Parameters
+    ----------
+    patterns : np.ndarray
+        float32 [heads, q1 − q0, k1 − k0]: the window of every head of the layer.
+    query_tokens, key_tokens : list of str
+        The whole input's tokens (the window's are taken from them).
+    window : posviz.analysis.attention_reading.Window
+    layer, head : int
+
+    Returns
+    -------
+    View
+        Arrays: ``attention`` [q1 − q0, k1 − k0], the window's ``query_tokens`` and ``key_tokens``.
+    """
+    rows, cols, suffix, _ = _axes(stack)
+    title = (f"Layer {layer}, head {head}{suffix}: queries {window.q0}–{window.q1 - 1}, "
+             f"keys {window.k0}–{window.k1 - 1}")
+    queries, keys = query_tokens[window.q0:window.q1], key_tokens[window.k0:window.k1]
+    fig = figures.token_heatmap(patterns[head], queries, title, "weight", rows, cols, zmin=0,
+                                zmax=float(patterns.max()) or 1.0, col_tokens=keys, max_cells=MAX_PAIR_CELLS,
+                                origin=(window.q0, window.k0))
+    return View(fig, title, _arrays(patterns[head], queries, keys))

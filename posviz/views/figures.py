@@ -235,7 +235,8 @@ def projection_figure(coords: np.ndarray, boundaries: list[int], path: bool, tit
 
 def small_multiples(matrices: np.ndarray, titles: list[str], title: str, zmin: float | None = None,
                     zmax: float | None = None, names: tuple[str, str] = ("row", "column"), columns: int = 4,
-                    max_cells: int = MAX_TILE_CELLS, first: int = 0) -> go.Figure:
+                    max_cells: int = MAX_TILE_CELLS, first: int = 0, summary: tuple[int, str] = (1, "mean")
+                    ) -> go.Figure:
     """Square matrices side by side on one colour scale (heads of a layer, heads of a bias,
     frequency bands of a rotary kernel).
 
@@ -254,10 +255,19 @@ def small_multiples(matrices: np.ndarray, titles: list[str], title: str, zmin: f
         (:func:`posviz.analysis.block_mean`) of at most ``max_cells`` per side, said in the title.
     first : int
         Label of row and column 0.
+    summary : (int, str)
+        ``(b, "mean")`` or ``(b, "max")``: each cell of ``matrices`` already summarises ``b × b`` cells
+        (see :func:`token_heatmap`); tiles further reduced take means of those.
     """
-    matrices, block = block_mean(matrices, max_cells)
+    matrices, factor = block_mean(matrices, max_cells)
+    cell, reduction = summary
+    block = cell * factor
     count = matrices.shape[0]
-    notes = (f"means of {block}×{block} blocks",) if block > 1 else ()
+    if cell == 1:
+        notes = (f"means of {factor}×{factor} blocks",) if factor > 1 else ()
+    else:
+        kind = "maxima" if reduction == "max" else "means"
+        notes = (f"{kind} of {cell}×{cell} blocks" + (f", averaged {factor}×{factor}" if factor > 1 else ""),)
     fig = go.Figure(layout=copy.deepcopy(_tiles_layout(tuple(titles), columns, notes)))
     fig.update_layout(template=TEMPLATE)
     set_title(fig, title)
@@ -315,10 +325,12 @@ def _subplots(styled: go.Figure, **grid) -> go.Figure:
     return fig
 
 
-def heads_grid(patterns: np.ndarray, title: str, zmax: float | None = None) -> go.Figure:
-    """All attention heads of one layer, [heads, queries, keys], as small multiples from 0 to ``zmax``."""
+def heads_grid(patterns: np.ndarray, title: str, zmax: float | None = None,
+               summary: tuple[int, str] = (1, "mean")) -> go.Figure:
+    """All attention heads of one layer, [heads, queries, keys] (or their block summaries, see
+    :func:`small_multiples`), as small multiples from 0 to ``zmax``."""
     return small_multiples(patterns, [f"head {h}" for h in range(patterns.shape[0])], title, zmin=0, zmax=zmax,
-                           names=("query", "key"))
+                           names=("query", "key"), summary=summary)
 
 
 def _row_blocks(values: np.ndarray, block: int) -> np.ndarray:
@@ -333,7 +345,8 @@ def _row_blocks(values: np.ndarray, block: int) -> np.ndarray:
 def token_heatmap(matrix: np.ndarray, tokens: list[str], title: str, colorbar: str,
                   row_title: str = "token", col_title: str = "token", zmin: float | None = None,
                   col_tokens: list[str] | None = None, zmax: float | None = None,
-                  hidden: np.ndarray | None = None, threshold: float = 0.0, max_cells: int = MAX_CELLS) -> go.Figure:
+                  hidden: np.ndarray | None = None, threshold: float = 0.0, max_cells: int = MAX_CELLS,
+                  summary: tuple[int, str] = (1, "mean"), origin: tuple[int, int] = (0, 0)) -> go.Figure:
     """A token-token matrix with token labels: an attention pattern (query rows, key columns) or
     the similarity of input representations. Square cells; its height follows its width in the app.
 
@@ -361,6 +374,13 @@ def token_heatmap(matrix: np.ndarray, tokens: list[str], title: str, colorbar: s
         ``f × f`` blocks (:func:`posviz.analysis.block_mean`, greyed rows left out of them), said in
         the subtitle and on hover, which then names the blocks' first tokens' indices; the
         figure's arrays (downloads) keep every cell.
+    summary : (int, str)
+        ``(b, "mean")`` or ``(b, "max")``: ``matrix`` already holds one cell per ``b × b`` block of the
+        tokens, their mean or maximum (a long input's attention, :class:`posviz.analysis.attention_reading.LayerAttention`);
+        said in the subtitle and on hover. (1, "mean"): one cell per token pair.
+    origin : (int, int)
+        Token index of the first row and column (a window of a longer pattern): axes and hover count
+        from there, ``tokens`` and ``col_tokens`` being the window's own.
     """
     cols = list(tokens) if col_tokens is None else list(col_tokens)
     z = _f32(matrix)
@@ -368,10 +388,14 @@ def token_heatmap(matrix: np.ndarray, tokens: list[str], title: str, colorbar: s
     if greyed is not None:
         z = z.copy()
         z[greyed] = np.nan
-    z, block = block_mean(z, max_cells)
-    rows_idx, cols_idx = np.arange(0, len(tokens), block), np.arange(0, len(cols), block)
+    block, reduction = summary
+    if block == 1:
+        z, block = block_mean(z, max_cells)
+    rows_idx = origin[0] + np.arange(0, len(tokens), block)
+    cols_idx = origin[1] + np.arange(0, len(cols), block)
     labelled = block == 1 and len(tokens) <= MAX_LABELS and len(cols) <= MAX_LABELS
-    notes, row_labels = [f"means of {block}×{block} blocks"] * (block > 1), list(tokens)
+    kind = "maxima" if reduction == "max" else "means"
+    notes, row_labels = [f"{kind} of {block}×{block} blocks"] * (block > 1), list(tokens)
     if hidden is None:
         fig = new_figure(title, height=None, notes=notes, aspect=HEATMAP_ASPECT)
     else:
@@ -395,7 +419,7 @@ def token_heatmap(matrix: np.ndarray, tokens: list[str], title: str, colorbar: s
     main = dict(row=1, col=1) if hidden is not None else {}
     where = (f"{row_title} %{{y}} %{{customdata[0]}} · {col_title} %{{x}} %{{customdata[1]}}" if labelled
              else f"{row_title} %{{y}} · {col_title} %{{x}}" if block == 1
-             else f"{row_title}s %{{y}}… · {col_title}s %{{x}}… ({block}×{block} block mean)")
+             else f"{row_title}s %{{y}}… · {col_title}s %{{x}}… ({block}×{block} block {reduction})")
     fig.add_trace(go.Heatmap(
         z=z, x=cols_idx, y=rows_idx, zmin=zmin, zmax=zmax, colorscale=SEQUENTIAL, name=colorbar,
         colorbar=colour_bar(colorbar),
@@ -405,8 +429,8 @@ def token_heatmap(matrix: np.ndarray, tokens: list[str], title: str, colorbar: s
     fig.update_xaxes(title=col_title, **main)
     fig.update_yaxes(title=row_title, **main)
     if labelled:
-        token_ticks(fig, "x", cols)
-        token_ticks(fig, "y", row_labels)
+        token_ticks(fig, "x", cols, first=origin[1])
+        token_ticks(fig, "y", row_labels, first=origin[0])
     _square(fig, 1 if hidden is not None else None)
     return fig
 
@@ -573,3 +597,67 @@ def stride_text(step: int) -> str:
         return ""
     return f", every {ordinal(step)} position (faster oscillations alias)"
 
+
+
+def grid_heatmaps(panels: dict[str, np.ndarray], x: np.ndarray, y_labels: list[str], title: str, xlabel: str,
+                  ylabel: str, colorbar: str, zmin: float | None = None, zmax: float | None = None,
+                  values: dict[str, np.ndarray] | None = None, value_name: str = "value", notes=()) -> go.Figure:
+    """Heatmaps side by side on one colour scale, rows named (layer × head grids, layers × offsets).
+
+    Parameters
+    ----------
+    panels : dict of str to np.ndarray
+        Panel title -> [len(y_labels), len(x)], the colour values.
+    x : np.ndarray
+        Column values (heads, offsets).
+    y_labels : list of str
+        One label per row, top to bottom ("L0 H3"); the axis shows every k-th so none overlap.
+    values : dict of str to np.ndarray, optional
+        The numbers hover shows, where the colour is a transform of them (log₁₀ of a weight).
+    notes : sequence of str
+        Subtitle lines.
+    """
+    count = len(panels)
+    fig = _subplots(new_figure(title, height=max(420, min(820, 16 * len(y_labels) + 260)), notes=list(notes)),
+                    rows=1, cols=count, subplot_titles=list(panels) if count > 1 else None, shared_yaxes=True,
+                    horizontal_spacing=0.06)
+    rows = np.arange(len(y_labels))
+    labels = np.array(y_labels, dtype=object)
+    for i, (name, z) in enumerate(panels.items()):
+        shown = (values or {}).get(name, z)
+        fig.add_trace(go.Heatmap(
+            z=_f32(z), x=np.asarray(x), y=rows, coloraxis="coloraxis", name=name,
+            customdata=np.stack([np.broadcast_to(labels[:, None], z.shape), _f32(shown).astype(object)], axis=-1),
+            hovertemplate=f"{name}<br>%{{customdata[0]}} · {xlabel} %{{x}}<br>{value_name} "
+                          "%{customdata[1]:.4g}<extra></extra>",
+        ), row=1, col=i + 1)
+        fig.update_xaxes(title=xlabel, row=1, col=i + 1)
+    fig.update_yaxes(autorange="reversed")
+    fig.update_yaxes(title=ylabel, row=1, col=1)
+    token_ticks(fig, "y", y_labels)
+    fig.update_layout(coloraxis=dict(colorscale=SEQUENTIAL, cmin=zmin, cmax=zmax, colorbar=colour_bar(colorbar)))
+    return fig
+
+
+def line_panels(panels: dict[str, tuple[np.ndarray, dict[str, np.ndarray]]], title: str, xlabel: str,
+                ylabels: list[str], notes=()) -> go.Figure:
+    """Lines in panels side by side, each panel with its own y axis (quantities of different units).
+
+    Parameters
+    ----------
+    panels : dict of str to (x, series)
+        Panel title -> its x values and its named lines (name -> y, same length as x).
+    ylabels : list of str
+        One y-axis title per panel.
+    """
+    fig = _subplots(new_figure(title, height=440, notes=list(notes)), rows=1, cols=len(panels),
+                    subplot_titles=list(panels), horizontal_spacing=0.1)
+    colours = iter(line_colours(sum(len(series) for _, series in panels.values())))
+    for i, (x, series) in enumerate(panels.values()):
+        for name, y in series.items():
+            fig.add_trace(go.Scatter(x=np.asarray(x), y=_f32(y), name=name, mode="lines+markers",
+                                     marker=dict(size=4), line=dict(color=next(colours))), row=1, col=i + 1)
+        fig.update_xaxes(title=xlabel, row=1, col=i + 1)
+        fig.update_yaxes(title=ylabels[i], row=1, col=i + 1)
+    legend_below(fig)
+    return fig

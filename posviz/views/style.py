@@ -222,7 +222,7 @@ def aspect_of(fig: go.Figure) -> float | None:
     return meta.get("aspect") if isinstance(meta, dict) else None
 
 
-def token_ticks(fig: go.Figure, axis: str, labels: Sequence[str], most: int = TICK_LABELS) -> None:
+def token_ticks(fig: go.Figure, axis: str, labels: Sequence[str], most: int = TICK_LABELS, first: int = 0) -> None:
     """Label a numeric token axis with its tokens, every k-th where there are more than ``most``,
     so that no two labels overlap; x labels stand upright (rotated 90°). Hover still names every
     token. The labels are kept in ``layout.meta`` for :func:`for_presentation`. Of a figure with
@@ -233,13 +233,15 @@ def token_ticks(fig: go.Figure, axis: str, labels: Sequence[str], most: int = TI
     axis : {"x", "y"}
     labels : sequence of str
         One per row (y) or column (x), in order.
+    first : int
+        The axis value of the first label (a window of a longer input starts there).
     """
     labels = list(labels)
     step = max(1, math.ceil(len(labels) / most))
     ticks = np.arange(0, len(labels), step)
-    fig.layout[f"{axis}axis"].update(tickmode="array", tickvals=ticks, ticktext=[labels[i] for i in ticks],
+    fig.layout[f"{axis}axis"].update(tickmode="array", tickvals=first + ticks, ticktext=[labels[i] for i in ticks],
                                      **({"tickangle": -90} if axis == "x" else {}))
-    fig.update_layout(meta={**fig.layout.meta, f"{axis}_tokens": labels})
+    fig.update_layout(meta={**fig.layout.meta, f"{axis}_tokens": labels, f"{axis}_first": first})
 
 
 def log_ticks(fig: go.Figure, values: Sequence[np.ndarray], axis: str = "y") -> None:
@@ -306,7 +308,7 @@ def for_presentation(fig: go.Figure) -> go.Figure:
         _remember(fig, look="projector")
     for axis in ("x", "y"):
         if f"{axis}_tokens" in meta:
-            token_ticks(fig, axis, meta[f"{axis}_tokens"], PRESENT_TICK_LABELS)
+            token_ticks(fig, axis, meta[f"{axis}_tokens"], PRESENT_TICK_LABELS, meta.get(f"{axis}_first", 0))
     if fig.layout.height:
         fig.update_layout(height=int(fig.layout.height * 1.25))
     return fig
@@ -327,7 +329,7 @@ def for_slide(fig: go.Figure, columns: int = 1, heading: str = "") -> go.Figure:
     meta = fig.layout.meta or {}
     for axis in ("x", "y"):
         if f"{axis}_tokens" in meta and columns == 1:
-            token_ticks(fig, axis, meta[f"{axis}_tokens"], SLIDE_TICK_LABELS)
+            token_ticks(fig, axis, meta[f"{axis}_tokens"], SLIDE_TICK_LABELS, meta.get(f"{axis}_first", 0))
     if "title" in meta:  # one line of title: the same plot area in a wider figure
         shown = "" if heading and heading == meta["title"].replace("<br>", " ") else meta["title"]
         _remember(fig, look="slide", columns=columns, title=shown,
