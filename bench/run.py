@@ -2,7 +2,7 @@
 
 Run from the repository root::
 
-    python -m bench [--repeat 3] [--json bench/results.json] [--only browser,hub,library]
+    python -m bench [--repeat 3] [--json bench/results.json] [--only browser,hub,library,load,attention]
     python bench/run.py     (the same: it runs python -m bench)
 
 Everything runs offline on the bundled all-MiniLM-L6-v2 (BERT, 512 positions x 384, 6 layers x 12
@@ -36,6 +36,8 @@ sizes bytes (MB = 10^6 B). Sections, numbered as in the issue:
    posviz.input_representation, posviz.similarity calls).
 6. Compute on cpu, and on cuda against cpu where a GPU is present ("no GPU" otherwise); a
    randomly initialised Llama-style model with 32,768 positions (rotary), on each device.
+7. Attention at any length: the Attention page's computations at 512, 2 048 and 8 192 tokens of a
+   SmolLM2-135M-shaped model, time and memory growth, beside ``output_attentions`` (``bench/attention.py``).
 
 The goals are the issue's; every goal is judged in one place (``bench/report.py``) and listed
 after the figures, last. The exit status is 1 when a goal is missed (a skipped goal, e.g. without
@@ -66,10 +68,10 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from bench import browser, hub, library, load  # noqa: E402
+from bench import attention, browser, hub, library, load  # noqa: E402
 from bench.report import Results, evaluate, log, print_table  # noqa: E402
 
-PARTS = ("hub", "library", "browser", "load")
+PARTS = ("hub", "library", "browser", "load", "attention")
 GOALS = dict(cold_start_s=8.0, cold_vs_floor=1.3, up_vs_floor=1.2, heatmap_bytes=1.5e6, attention_page_bytes=1.5e6,
              umap_first_s=2.0, umap_warm_s=1.0, rerun_s=0.15)
 
@@ -242,6 +244,8 @@ def main(argv: list[str] | None = None) -> int:
             meta.update(torch=lib["torch"], torch_threads=lib["threads"], gpu=lib["gpu"])
         if "load" in parts:
             load.run(res, workdir)
+        if "attention" in parts:
+            attention.run(res, workdir)
     meta.update(total_s=time.perf_counter() - start, load_end=os.getloadavg()[0])
     res.rows.sort(key=lambda r: r["section"].split()[0])  # by section, in the order measured within each
     res.goals.sort(key=lambda g: g.section.split()[0])

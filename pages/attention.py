@@ -9,12 +9,15 @@ import streamlit as st
 
 from posviz.analysis import attention_reading as reading
 from posviz.analysis.attention import STACKS, without_special
+from posviz.analysis.generation import MOST_GENERATED
+from posviz.hub import CheckpointError
 from posviz.app import caches, layout
 from posviz.app.downloads import show
 from posviz.app.notices import attention_budget_notice, require_weights, truncation_notice
 from posviz.app.navigation import current_model
 from posviz.app.widgets import index_slider, position_range, sentence_inputs, text_field, url
 from posviz.views import attention as views
+from posviz.views.attention import marked
 from posviz.views import attention_offsets as offset_views
 from posviz.views.limits import MAX_LABELS
 
@@ -42,33 +45,53 @@ if encoder_decoder:
              "target tokens (causal). cross: target tokens (rows) attend to source tokens (columns).")
 target = (target or None) if encoder_decoder else None
 
-with st.expander("Long inputs", icon=":material/straighten:"):
+decoder_only = not encoder_decoder and caches.causal(key)
+with st.expander("Tokens read and generated", icon=":material/straighten:"):
     limit = st.number_input("Read at most (tokens)", 1, lm.max_tokens, lm.max_tokens, **url("limit"),
                             help="The first tokens of the input are read; the rest is dropped, as the model's own "
                                  "limit drops it.")
-    limit = None if limit >= lm.max_tokens else int(limit)
-    queries, keys = caches.attention_size(key, text, text_pair, target, stack, limit)
-    summarised = max(queries, keys) > reading.WHOLE_TOKENS
-    reduction = st.radio("Block summary", ["mean", "max"], horizontal=True, **url("blocks"), disabled=not summarised,
-                         help=f"Beyond {reading.WHOLE_TOKENS} tokens a cell stands for a block of tokens: the mean "
-                              "of its weights, or the largest (a strong link stays visible).")
-    window = None
-    if max(queries, keys) > MAX_LABELS:
-        zq, zk = st.columns(2)
-        most = reading.WINDOW_CELLS - 1
-        q0, q1 = position_range(zq, "Zoom: queries", queries, (0, min(63, queries - 1)), name="zoom_q",
-                                help=f"Query rows shown at full resolution below (at most {most + 1}).")
-        k0, k1 = position_range(zk, "Zoom: keys", keys, (0, min(63, keys - 1)), name="zoom_k",
-                                help=f"Key columns shown at full resolution below (at most {most + 1}).")
-        window = reading.Window(q0, q1 + 1, k0, k1 + 1).clipped(queries, keys, reading.WINDOW_CELLS)
+    generate = 0
+    if decoder_only:
+        generate = st.number_input("Generate after the sentence (tokens)", 0, MOST_GENERATED, 0, **url("generate"),
+                                   help="The model's own greedy continuation (the most likely token, step by step), "
+                                        "read with the sentence; generated tokens are marked ⟨…⟩.")
+limit = None if limit >= lm.max_tokens else int(limit)
+generated = ()
+if generate:
+    try:
+        with st.spinner(f"Generating {generate} tokens …"):
+            generated = caches.continuation(key, text, text_pair, limit, int(generate))
+    except CheckpointError as exc:
+        st.warning(f"No generation: the model's output head cannot be read ({exc}).", icon=":material/block:")
+queries, keys = caches.attention_size(key, text, text_pair, target, stack, limit)
+queries, keys = queries + len(generated), keys + len(generated)
+summarised = max(queries, keys) > reading.WHOLE_TOKENS
 
 c1, c2, c3 = st.columns([2, 2, 1.5])
 layer = index_slider(c1, "Layer", reading.stack_layers(lm, stack), "layer")
 head = index_slider(c2, "Head", reading.stack_heads(lm, stack), "head")
-hide = c3.toggle("Hide special tokens", **url("hide_special"), wrap=True, disabled=summarised,
-                 help="Drop [CLS], [SEP], BOS/EOS … and renormalise each row to sum to 1; beside each pattern, how "
-                      f"much of each row was hidden; rows with under {views.VISIBLE_AT_LEAST:.0%} left are greyed "
-                      f"(up to {reading.WHOLE_TOKENS} tokens).")
+hide, reduction = False, "mean"
+if summarised:
+    reduction = c3.radio("Block summary", ["mean", "max"], horizontal=True, **url("blocks"),
+                         help=f"Beyond {reading.WHOLE_TOKENS} tokens a cell stands for a block of tokens: the mean "
+                              "of its weights, or the largest (a strong link stays visible). The zoom below shows "
+                              "every weight.")
+else:
+    hide = c3.toggle("Hide special tokens", **url("hide_special"), wrap=True,
+                     help="Drop [CLS], [SEP], BOS/EOS … and renormalise each row to sum to 1; beside each pattern, "
+                          f"how much of each row was hidden; rows with under {views.VISIBLE_AT_LEAST:.0%} left are "
+                          "greyed.")
+figures_box, zoom_box = st.container(), st.container()  # the zoom's sliders come first: the reading needs them
+window = None
+if max(queries, keys) > MAX_LABELS:
+    zoom_box.subheader("Zoom")
+    zq, zk = zoom_box.columns(2)
+    most = reading.WINDOW_CELLS
+    q0, q1 = position_range(zq, "Queries", queries, (0, min(63, queries - 1)), name="zoom_q",
+                            help=f"Query rows shown at full resolution (at most {most}).")
+    k0, k1 = position_range(zk, "Keys", keys, (0, min(63, keys - 1)), name="zoom_k",
+                            help=f"Key columns shown at full resolution (at most {most}).")
+    window = reading.Window(q0, q1 + 1, k0, k1 + 1).clipped(queries, keys, most)
 
 asked = dict(stack=stack, window=window if summarised else None)
 layers = None if reading.every_layer_fits(lm, queries, keys, **asked) else (layer,)
@@ -77,28 +100,31 @@ cost = reading.estimate(lm, queries, keys=keys if stack == "cross" else None, st
 if not cost.fits:
     attention_budget_notice(cost)
 with st.spinner(f"Running the model on {queries:,} tokens (about {cost.seconds:,.1f} s of attention) …"):
-    att = caches.attention_reading(key, text, text_pair, target, stack, layers, asked["window"], limit)
+    att = caches.attention_reading(key, text, text_pair, target, stack, layers, asked["window"], limit, generated)
 truncation_notice(att.truncated, lm, paired=bool(text_pair), limit=limit)
 if encoder_decoder and stack != "encoder" and queries >= lm.max_tokens:
     st.caption(f"The target fills the model's {lm.max_tokens} positions: a longer one is cut.")
 
 kept = att.layer(layer)
-query_tokens, key_tokens = att.query_tokens, att.key_tokens
+every_query, every_key = marked(att.query_tokens, len(generated)), marked(att.key_tokens, len(generated))
+query_tokens, key_tokens = every_query, every_key
 patterns, hidden = kept.summary(reduction), None
 if hide and kept.block == 1:
     patterns, query_tokens, key_tokens, hidden = without_special(patterns, query_tokens, key_tokens,
                                                                  set(lm.tokenizer.all_special_tokens))
 shown = dict(layer=layer, stack=stack if encoder_decoder else None, hidden=hidden, summary=(kept.block, reduction))
-left, right = layout.pair()
-with left:
-    show(views.attention_head(patterns, query_tokens, key_tokens, head=head, **shown))
-with right:
-    show(views.attention_mean(patterns, query_tokens, key_tokens, **shown))
-show(views.attention_grid(patterns, query_tokens, key_tokens, **shown))
+with figures_box:
+    left, right = layout.pair()
+    with left:
+        show(views.attention_head(patterns, query_tokens, key_tokens, head=head, **shown))
+    with right:
+        show(views.attention_mean(patterns, query_tokens, key_tokens, **shown))
+    show(views.attention_grid(patterns, query_tokens, key_tokens, **shown))
 if window is not None:
     zoomed = kept.window_patterns if kept.block > 1 else kept.patterns[:, window.q0:window.q1, window.k0:window.k1]
-    show(views.attention_window(zoomed, att.query_tokens, att.key_tokens, window, layer=layer, head=head,
-                                stack=shown["stack"]))
+    with zoom_box:
+        show(views.attention_window(zoomed, every_query, every_key, window, layer=layer, head=head,
+                                    stack=shown["stack"]))
 
 st.subheader("Attention by offset")
 if stack == "cross":
@@ -108,14 +134,15 @@ if stack == "cross":
 o1, o2 = st.columns(2)
 over = o1.radio("Over", ["input", "corpus"], horizontal=True, **url("offsets_over"), disabled=stack != "encoder",
                 captions=["this input", "windows of the probes' text"],
-                help="corpus: the mean over 16 windows of 128 tokens of the text the probes read (Pride and "
-                     "Prejudice, chapter 1), so that one sentence's words do not decide the profile.")
+                help="corpus: the mean over windows of 128 tokens (up to 16) of the text the probes read (Pride "
+                     "and Prejudice, chapter 1), so that one sentence's words do not decide the profile; the "
+                     "figures say how many.")
 profile = att.offsets
 if over == "corpus" and stack == "encoder":
     with st.spinner("Reading the corpus windows …"):
         profile = caches.corpus_profile(key, 128, 16)
-max_offset = o2.number_input("Offsets shown each side", 1, max(profile.tokens - 1, 1),
-                             min(offset_views.MAX_OFFSET, max(profile.tokens - 1, 1)), **url("max_offset"))
+max_offset = o2.number_input("Offsets shown each side", 1, offset_views.MOST_OFFSETS, offset_views.MAX_OFFSET,
+                             **url("max_offset"), help="Up to the input's length less one.")
 encoding = lm.encoding(stack) if stack in [e.component for e in lm.encodings] else lm.encodings[0]
 prediction = caches.scheme_prediction(key, encoding.component, profile.tokens)
 named = STACKS[stack] if encoder_decoder else ""

@@ -222,3 +222,45 @@ def test_bad_requests_say_what_exists(bundled_lm, tiny_lm):
     assert reading.Window(-5, 900, 3, 2).clipped(10, 10) == reading.Window(0, 10, 3, 4)
     assert reading.Window(0, 900, 0, 900).clipped(1000, 1000, 256) == reading.Window(0, 256, 0, 256)
     assert isinstance(OffsetProfile.empty(2, 3, 4).offsets, np.ndarray)
+
+
+def _generated(folder, text, count):
+    from transformers import AutoModelForCausalLM
+
+    full = AutoModelForCausalLM.from_pretrained(folder).eval()
+    lm = posviz.load_model(str(folder))
+    inputs = encode(lm, text).model_inputs
+    with torch.no_grad():
+        out = full.generate(**inputs, max_new_tokens=count, do_sample=False, pad_token_id=0)
+    return lm, out[0, inputs["input_ids"].shape[1]:].tolist()
+
+
+def test_greedy_continuation_is_transformers_generate(tiny_lm, tiny_path, tmp_path):
+    """The continuation equals generate(do_sample=False) of the model with its head: an untied head read
+    from the checkpoint (a Llama saved with its head), a tied one (GPT-2); its attention is read over prompt
+    and generation as one input."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from posviz.analysis.generation import greedy_continuation, is_causal
+    from tests.support.tiny_models import bundled_path, tiny_config
+
+    torch.manual_seed(0)
+    AutoModelForCausalLM.from_config(tiny_config("llama")).save_pretrained(tmp_path)
+    AutoTokenizer.from_pretrained(bundled_path(), model_input_names=["input_ids", "attention_mask"]
+                                  ).save_pretrained(tmp_path)
+    for folder in (tmp_path, tiny_path("gpt2")):
+        lm, want = _generated(folder, SENTENCE, 5)
+        assert greedy_continuation(lm, SENTENCE, 5) == want
+    lm = posviz.load_model(str(tmp_path))
+    assert is_causal(lm) and not is_causal(tiny_lm("bert")) and not is_causal(tiny_lm("t5"))
+    got = greedy_continuation(lm, SENTENCE, 5)
+    att = reading.read_attention(lm, SENTENCE, continuation=got)
+    inputs = encode(lm, SENTENCE).model_inputs
+    n = inputs["input_ids"].shape[1]
+    assert len(att.query_tokens) == n + 5 and att.query_tokens[n:] == lm.tokenizer.convert_ids_to_tokens(got)
+    ids = torch.cat([inputs["input_ids"], torch.tensor([got])], dim=1)
+    with torch.no_grad():
+        own = lm.model(input_ids=ids, output_attentions=True).attentions[1][0].numpy()
+    np.testing.assert_allclose(att.layer(1).patterns, own, atol=ATOL)
+    with pytest.raises(ValueError, match="1 … 64"):
+        greedy_continuation(lm, SENTENCE, 0)

@@ -447,7 +447,8 @@ def cell_seconds(device: str) -> float:
 
 def read_attention(lm: LoadedModel, text: str, text_pair: str | None = None, *, target: str | None = None,
                    stack: str = "encoder", layers: Sequence[int] | None = None, window: Window | None = None,
-                   offsets: bool = True, limit: int | None = None, check_budget: bool = True) -> AttentionReading:
+                   offsets: bool = True, limit: int | None = None, continuation: Sequence[int] = (),
+                   check_budget: bool = True) -> AttentionReading:
     """Read the attention of ``text`` with bounded memory: the ``layers`` of ``stack`` kept, every layer's offsets.
 
     The input is prepared as :func:`posviz.analysis.attention.attention` prepares it (the same tokens,
@@ -470,6 +471,9 @@ def read_attention(lm: LoadedModel, text: str, text_pair: str | None = None, *, 
         Also fold every layer of ``stack`` into an :class:`OffsetProfile` (not for "cross").
     limit : int, optional
         Read at most this many tokens (the first ones, as the model's own limit truncates).
+    continuation : sequence of int
+        Token ids appended after the input (a decoder model's own greedy continuation,
+        :func:`posviz.analysis.generation.greedy_continuation`); not for encoder-decoder models.
     check_budget : bool
         Refuse a reading whose :func:`estimate` exceeds the budget.
 
@@ -500,6 +504,13 @@ def read_attention(lm: LoadedModel, text: str, text_pair: str | None = None, *, 
     encoded = encode(lm, text, text_pair, limit=limit)
     inputs = dict(encoded.model_inputs)
     query_tokens = key_tokens = encoded.tokens
+    if continuation:
+        if encoder_decoder:
+            raise ValueError("A continuation is read only by decoder-only models.")
+        more = torch.tensor([list(continuation)], dtype=torch.long, device=lm.device)
+        inputs = {"input_ids": torch.cat([inputs["input_ids"], more], dim=1),
+                  "attention_mask": torch.cat([inputs["attention_mask"], torch.ones_like(more)], dim=1)}
+        query_tokens = key_tokens = encoded.tokens + lm.tokenizer.convert_ids_to_tokens(list(continuation))
     if encoder_decoder:
         ids, _ = decoder_input(lm, target if target and target.strip() else text)
         inputs["decoder_input_ids"] = ids

@@ -16,6 +16,7 @@ from posviz.analysis import identical_words as iw
 from posviz.analysis.attention import attention, decoder_input
 from posviz.analysis.attention_offsets import OffsetProfile, scheme_by_offset
 from posviz.analysis.attention_reading import AttentionReading, Window, corpus_offsets, read_attention
+from posviz.analysis.generation import greedy_continuation, is_causal
 from posviz.analysis.input_representation import InputRepresentation, input_representation
 from posviz.analysis.layer_probe import BUILTIN_TEXT, LayerProbeResult, layer_position_probe
 from posviz.analysis.locality import attention_scores, position_only_attention
@@ -91,7 +92,8 @@ def _read_only(*arrays: np.ndarray | None) -> None:
 
 @st.cache_resource(show_spinner=False, max_entries=8)
 def attention_reading(key: ModelKey, text: str, text_pair: str | None, target: str | None, stack: str,
-                      layers: tuple[int, ...] | None, window: Window | None, limit: int | None) -> AttentionReading:
+                      layers: tuple[int, ...] | None, window: Window | None, limit: int | None,
+                      continuation: tuple[int, ...] = ()) -> AttentionReading:
     """:func:`posviz.analysis.attention_reading.read_attention` (``target``: the decoder's sentence of an
     encoder-decoder model, None or empty for the source sentence; ignored by other models).
 
@@ -104,7 +106,7 @@ def attention_reading(key: ModelKey, text: str, text_pair: str | None, target: s
         When the reading would exceed the memory budget (the page estimates first and does not ask).
     """
     found = read_attention(loaded_model(key), text, text_pair, target=target or None, stack=stack,
-                           layers=layers, window=window, limit=limit)
+                           layers=layers, window=window, limit=limit, continuation=continuation)
     for kept in found.layers.values():
         _read_only(kept.patterns, kept.block_mean, kept.block_max, kept.window_patterns)
     if found.offsets is not None:
@@ -123,6 +125,18 @@ def attention_size(key: ModelKey, text: str, text_pair: str | None, target: str 
         return source, source
     decoder = len(decoder_input(lm, target or text)[0][0])
     return decoder, decoder if stack == "decoder" else source
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def causal(key: ModelKey) -> bool:
+    """:func:`posviz.analysis.generation.is_causal`: a decoder-only model."""
+    return is_causal(loaded_model(key))
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def continuation(key: ModelKey, text: str, text_pair: str | None, limit: int | None, tokens: int) -> tuple[int, ...]:
+    """:func:`posviz.analysis.generation.greedy_continuation` of the sentence (and the second one)."""
+    return tuple(greedy_continuation(loaded_model(key), text, tokens, text_pair=text_pair, limit=limit))
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)

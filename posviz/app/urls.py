@@ -99,6 +99,8 @@ PARAMS: dict[str, Param] = {p.name: p for p in (
     Param("hide_special", "true or false", ("attention",), "false",
           "drop the special tokens and renormalise each row"),
     Param("limit", "integer", ("attention",), "the model's limit", "read at most this many tokens of the input"),
+    Param("generate", "integer", ("attention",), "0", "tokens a decoder model adds to the sentence (greedy), shown "
+          "with it"),
     Param("blocks", "choice", ("attention",), "mean",
           "how a long input's cells are summarised: the mean or the maximum of each block", ("mean", "max")),
     Param("zoom_q", "two integers, as zoom_q=FIRST&zoom_q=LAST", ("attention",), "the first 64 tokens",

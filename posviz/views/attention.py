@@ -14,6 +14,11 @@ from posviz.views.view import View, view_id
 VISIBLE_AT_LEAST = 0.1
 
 
+def marked(tokens: list[str], generated: int) -> list[str]:
+    """The token labels with the last ``generated`` ones (a model's own continuation) marked ⟨…⟩."""
+    return tokens[:len(tokens) - generated] + [f"⟨{t}⟩" for t in tokens[len(tokens) - generated:]]
+
+
 def _axes(stack: str | None) -> tuple[str, str, str, str]:
     """(row title, column title, title suffix, grid axes) of a stack (None: a model with one stack)."""
     if stack is None:

@@ -11,6 +11,8 @@ from posviz.views.view import View, view_id
 
 #: Offsets shown each side of 0 by default: where a head's positional preference lives.
 MAX_OFFSET = 64
+#: Most offsets each side a view offers (a column each in :func:`offset_grid`: about its width in pixels).
+MOST_OFFSETS = 512
 #: The smallest weight the log colour scale of :func:`offset_grid` shows (smaller ones share its colour).
 FLOOR = 1e-6
 
@@ -144,9 +146,9 @@ def shares_by_query(profile: OffsetProfile, *, layer: int, head: int) -> View:
         Arrays: ``query``, ``first_token``, ``previous_token`` float64 [n].
     """
     sink, previous = profile.by_query("sink")[layer, head], profile.by_query("previous")[layer, head]
-    title = f"Layer {layer}, head {head}: first and previous token by query position"
+    title = f"Layer {layer}, head {head}: first and previous token, by query"
     fig = figures.line_figure({"on the first token (sink)": sink, "on the previous token": previous}, title,
-                              "query position i", "share of the query's attention")
+                              "query position i", "share of attention")
     style.set_subtitle(fig, _source(profile))
     query = np.arange(profile.tokens)
     return View(fig, title, {"query": query, "first_token": sink, "previous_token": previous})
