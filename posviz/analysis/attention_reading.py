@@ -490,11 +490,6 @@ def read_attention(lm: LoadedModel, text: str, text_pair: str | None = None, *, 
         When ``text`` is empty, ``stack`` is unknown or is a decoder stack of a model without a decoder,
         or a layer is out of range.
 
-    Examples
-    --------
-    >>> reading = read_attention(lm, "The cat sat on the mat.", layers=[0])  # doctest: +SKIP
-    >>> reading.layer(0).patterns.shape  # doctest: +SKIP
-    (12, 9, 9)
     """
     if stack not in STACKS:
         raise ValueError(f"Unknown attention stack {stack!r}; expected one of {', '.join(STACKS)}.")

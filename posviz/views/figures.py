@@ -611,7 +611,7 @@ def grid_heatmaps(panels: dict[str, np.ndarray], x: np.ndarray, y_labels: list[s
     x : np.ndarray
         Column values (heads, offsets).
     y_labels : list of str
-        One label per row, top to bottom ("L0 H3"); the axis shows every k-th so none overlap.
+        One distinct label per row, top to bottom ("L0 H3"); plotly leaves out labels that would overlap.
     values : dict of str to np.ndarray, optional
         The numbers hover shows, where the colour is a transform of them (log₁₀ of a weight).
     notes : sequence of str
@@ -621,20 +621,15 @@ def grid_heatmaps(panels: dict[str, np.ndarray], x: np.ndarray, y_labels: list[s
     fig = _subplots(new_figure(title, height=max(420, min(820, 16 * len(y_labels) + 260)), notes=list(notes)),
                     rows=1, cols=count, subplot_titles=list(panels) if count > 1 else None, shared_yaxes=True,
                     horizontal_spacing=0.06)
-    rows = np.arange(len(y_labels))
-    labels = np.array(y_labels, dtype=object)
     for i, (name, z) in enumerate(panels.items()):
-        shown = (values or {}).get(name, z)
-        fig.add_trace(go.Heatmap(
-            z=_f32(z), x=np.asarray(x), y=rows, coloraxis="coloraxis", name=name,
-            customdata=np.stack([np.broadcast_to(labels[:, None], z.shape), _f32(shown).astype(object)], axis=-1),
-            hovertemplate=f"{name}<br>%{{customdata[0]}} · {xlabel} %{{x}}<br>{value_name} "
-                          "%{customdata[1]:.4g}<extra></extra>",
+        fig.add_trace(go.Heatmap(  # rows by name (categories); hover's number as a typed array, not a list
+            z=_f32(z), x=np.asarray(x), y=list(y_labels), coloraxis="coloraxis", name=name,
+            customdata=_f32((values or {}).get(name, z)),
+            hovertemplate=f"{name}<br>%{{y}} · {xlabel} %{{x}}<br>{value_name} %{{customdata:.4g}}<extra></extra>",
         ), row=1, col=i + 1)
         fig.update_xaxes(title=xlabel, row=1, col=i + 1)
-    fig.update_yaxes(autorange="reversed")
+    fig.update_yaxes(autorange="reversed", type="category")
     fig.update_yaxes(title=ylabel, row=1, col=1)
-    token_ticks(fig, "y", y_labels)
     fig.update_layout(coloraxis=dict(colorscale=SEQUENTIAL, cmin=zmin, cmax=zmax, colorbar=colour_bar(colorbar)))
     return fig
 
