@@ -89,6 +89,7 @@ def _text(lm, tokens: int) -> str:
 def child(folder: str, tokens: int, way: str) -> dict:
     """One measurement in this (fresh) process: the page's computations, or ``posviz.attention``."""
     import posviz
+    from posviz.analysis import attention_budget as budget
     from posviz.analysis import attention_reading as reading
     from posviz.analysis.attention_offsets import scheme_by_offset
     from posviz.tokenization import encode
@@ -103,10 +104,10 @@ def child(folder: str, tokens: int, way: str) -> dict:
         if way == "output_attentions":
             posviz.attention(lm, text)
         else:
-            window = reading.Window(0, 64, 0, 64)
+            window = budget.Window(0, 64, 0, 64)
             queries = len(encode(lm, text).tokens)
-            summarised = queries > reading.WHOLE_TOKENS
-            layers = None if reading.every_layer_fits(lm, queries, queries, window=window) else (0,)
+            summarised = queries > budget.WHOLE_TOKENS
+            layers = None if budget.every_layer_fits(lm, queries, queries, window=window) else (0,)
             att = reading.read_attention(lm, text, layers=layers, window=window if summarised else None)
             read_s = time.perf_counter() - began
             kept = att.layer(0)
@@ -126,7 +127,7 @@ def child(folder: str, tokens: int, way: str) -> dict:
         seconds = time.perf_counter() - began
     result = dict(tokens=tokens, way=way, seconds=seconds, growth=memory.growth)
     if way == "page":
-        result |= dict(read_s=read_s, queries=queries, block=kept.block, estimate=reading.estimate(
+        result |= dict(read_s=read_s, queries=queries, block=kept.block, estimate=budget.estimate(
             lm, queries, kept=30 if layers is None else 1, window=window if summarised else None).peak_bytes)
     return result
 

@@ -7,7 +7,7 @@ shows one of three stacks: encoder self-attention, decoder self-attention or cro
 
 import streamlit as st
 
-from posviz.analysis import attention_reading as reading
+from posviz.analysis import attention_budget as budget
 from posviz.analysis.attention import STACKS, without_special
 from posviz.analysis.generation import MOST_GENERATED
 from posviz.hub import CheckpointError
@@ -65,15 +65,15 @@ if generate:
         st.warning(f"No generation: the model's output head cannot be read ({exc}).", icon=":material/block:")
 queries, keys = caches.attention_size(key, text, text_pair, target, stack, limit)
 queries, keys = queries + len(generated), keys + len(generated)
-summarised = max(queries, keys) > reading.WHOLE_TOKENS
+summarised = max(queries, keys) > budget.WHOLE_TOKENS
 
 c1, c2, c3 = st.columns([2, 2, 1.5])
-layer = index_slider(c1, "Layer", reading.stack_layers(lm, stack), "layer")
-head = index_slider(c2, "Head", reading.stack_heads(lm, stack), "head")
+layer = index_slider(c1, "Layer", budget.stack_layers(lm, stack), "layer")
+head = index_slider(c2, "Head", budget.stack_heads(lm, stack), "head")
 hide, reduction = False, "mean"
 if summarised:
     reduction = c3.radio("Block summary", ["mean", "max"], horizontal=True, **url("blocks"),
-                         help=f"Beyond {reading.WHOLE_TOKENS} tokens a cell stands for a block of tokens: the mean "
+                         help=f"Beyond {budget.WHOLE_TOKENS} tokens a cell stands for a block of tokens: the mean "
                               "of its weights, or the largest (a strong link stays visible). The zoom below shows "
                               "every weight.")
 else:
@@ -81,29 +81,32 @@ else:
                      help="Drop [CLS], [SEP], BOS/EOS … and renormalise each row to sum to 1; beside each pattern, "
                           f"how much of each row was hidden; rows with under {views.VISIBLE_AT_LEAST:.0%} left are "
                           "greyed.")
-figures_box, zoom_box = st.container(), st.container()  # the zoom's sliders come first: the reading needs them
+# Drawn top to bottom: notices, the layer's figures, the zoom; its sliders are made first (the reading needs them).
+notices_box, figures_box, zoom_box = st.container(), st.container(), st.container()
 window = None
 if max(queries, keys) > MAX_LABELS:
     zoom_box.subheader("Zoom")
     zq, zk = zoom_box.columns(2)
-    most = reading.WINDOW_CELLS
+    most = budget.WINDOW_CELLS
     q0, q1 = position_range(zq, "Queries", queries, (0, min(63, queries - 1)), name="zoom_q",
                             help=f"Query rows shown at full resolution (at most {most}).")
     k0, k1 = position_range(zk, "Keys", keys, (0, min(63, keys - 1)), name="zoom_k",
                             help=f"Key columns shown at full resolution (at most {most}).")
-    window = reading.Window(q0, q1 + 1, k0, k1 + 1).clipped(queries, keys, most)
+    window = budget.Window(q0, q1 + 1, k0, k1 + 1).clipped(queries, keys, most)
 
 asked = dict(stack=stack, window=window if summarised else None)
-layers = None if reading.every_layer_fits(lm, queries, keys, **asked) else (layer,)
-cost = reading.estimate(lm, queries, keys=keys if stack == "cross" else None, stack=stack,
-                        kept=reading.stack_layers(lm, stack) if layers is None else 1, window=asked["window"])
+layers = None if budget.every_layer_fits(lm, queries, keys, **asked) else (layer,)
+cost = budget.estimate(lm, queries, keys=keys if stack == "cross" else None, stack=stack,
+                        kept=budget.stack_layers(lm, stack) if layers is None else 1, window=asked["window"])
 if not cost.fits:
-    attention_budget_notice(cost)
-with st.spinner(f"Running the model on {queries:,} tokens (about {cost.seconds:,.1f} s of attention) …"):
+    with notices_box:
+        attention_budget_notice(cost)
+with notices_box, st.spinner(f"Running the model on {queries:,} tokens (about {cost.seconds:,.1f} s of attention) …"):
     att = caches.attention_reading(key, text, text_pair, target, stack, layers, asked["window"], limit, generated)
-truncation_notice(att.truncated, lm, paired=bool(text_pair), limit=limit)
-if encoder_decoder and stack != "encoder" and queries >= lm.max_tokens:
-    st.caption(f"The target fills the model's {lm.max_tokens} positions: a longer one is cut.")
+with notices_box:
+    truncation_notice(att.truncated, lm, paired=bool(text_pair), limit=limit)
+    if encoder_decoder and stack != "encoder" and queries >= lm.max_tokens:
+        st.caption(f"The target fills the model's {lm.max_tokens} positions: a longer one is cut.")
 
 kept = att.layer(layer)
 every_query, every_key = marked(att.query_tokens, len(generated)), marked(att.key_tokens, len(generated))

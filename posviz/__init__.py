@@ -17,8 +17,8 @@ import importlib
 _PUBLIC = {
     "posviz.analysis.attention": ("AttentionPatterns", "attention"),
     "posviz.analysis.attention_offsets": ("OffsetProfile", "scheme_by_offset"),
-    "posviz.analysis.attention_reading": ("AttentionBudgetError", "AttentionReading", "Window", "corpus_offsets",
-                                          "read_attention"),
+    "posviz.analysis.attention_budget": ("AttentionBudgetError", "Window"),
+    "posviz.analysis.attention_reading": ("AttentionReading", "corpus_offsets", "read_attention"),
     "posviz.analysis.input_representation": ("InputRepresentation", "input_representation"),
     "posviz.analysis.projection": ("project",),
     "posviz.analysis.similarity": ("row_profile", "similarity"),

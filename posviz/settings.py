@@ -86,7 +86,7 @@ ATTENTION_MEMORY_SHARE = 0.5
 
 
 def attention_budget(device: torch.device) -> int:
-    """Most bytes one reading of attention may add (:func:`posviz.analysis.attention_reading.estimate`):
+    """Most bytes one reading of attention may add (:func:`posviz.analysis.attention_budget.estimate`):
     ``POSVIZ_ATTENTION_BYTES``, else half the device's free memory now."""
     value = os.environ.get("POSVIZ_ATTENTION_BYTES", "").strip()
     return parse_bytes(value) if value else int(ATTENTION_MEMORY_SHARE * free_memory(device))

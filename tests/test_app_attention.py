@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import posviz
+from posviz.analysis import attention_budget as budget
 from posviz.analysis import attention_reading as reading
 from posviz.analysis.layer_probe import BUILTIN_TEXT
 from posviz.analysis.properties import proximity_by_offset
@@ -35,7 +36,7 @@ def _blocks(matrix: np.ndarray, b: int, reduce) -> np.ndarray:
 
 
 def test_long_input_is_summarised_with_an_exact_zoom(bundled_lm, monkeypatch, fresh_readings):
-    monkeypatch.setattr(reading, "WHOLE_TOKENS", 128)  # the bundled model's 512 tokens become a long input
+    monkeypatch.setattr(budget, "WHOLE_TOKENS", 128)  # the bundled model's 512 tokens become a long input
     at = open_page("attention", text=LONG_TEXT, text_pair="", layer=2, head=7)
     assert_clean(at, "attention")
     full = posviz.attention(bundled_lm, LONG_TEXT).patterns[2]
@@ -91,7 +92,7 @@ def test_over_budget_says_so_and_reads_what_fits(bundled_lm, monkeypatch, fresh_
     monkeypatch.setenv("POSVIZ_ATTENTION_BYTES", "30MB")
     at = open_page("attention", text=LONG_TEXT, text_pair="")
     assert not at.exception
-    cost = reading.estimate(bundled_lm, 512, kept=6)
+    cost = budget.estimate(bundled_lm, 512, kept=6)
     warning = next(w.value for w in at.warning if "too large" in w.value)
     assert "512 tokens need about" in warning and "30 MB" in warning and "POSVIZ_ATTENTION_BYTES" in warning
     assert not figures(at)

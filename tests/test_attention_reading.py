@@ -8,11 +8,12 @@ import pytest
 import torch
 
 import posviz
+from posviz.analysis import attention_budget as budget
 from posviz.analysis import attention_reading as reading
 from posviz.analysis.attention_offsets import OffsetProfile, diagonal_sums, scheme_by_offset
 from posviz.analysis.properties import proximity_by_offset
 from posviz.tokenization import encode
-from tests.support.tiny_models import ALL, FAMILIES, LONG_TEXT, SENTENCE
+from tests.support.tiny_models import ALL, LONG_TEXT, SENTENCE
 
 ATOL = 1e-5
 #: Families read from output_attentions (no AttentionInterface), and ones read by blocks, beyond ALL.
@@ -22,9 +23,9 @@ MORE = ["falcon-alibi", "mpt", "deberta-v2", "gpt_neox", "phi", "marian"]
 @pytest.fixture
 def small_blocks(monkeypatch):
     """Blocks of 3 query rows at most (a 12-token sentence takes 4 blocks), summaries of 4 cells a side."""
-    monkeypatch.setattr(reading, "BLOCK_BYTES", 3 * 4 * 4 * 4)
-    monkeypatch.setattr(reading, "WHOLE_TOKENS", 4)
-    monkeypatch.setattr(reading, "SUMMARY_CELLS", 4)
+    monkeypatch.setattr(budget, "BLOCK_BYTES", 3 * 4 * 4 * 4)
+    monkeypatch.setattr(budget, "WHOLE_TOKENS", 4)
+    monkeypatch.setattr(budget, "SUMMARY_CELLS", 4)
 
 
 def _full(lm, stack="encoder"):
@@ -34,7 +35,7 @@ def _full(lm, stack="encoder"):
 
 @pytest.mark.parametrize("family", ALL + MORE)
 def test_reading_by_blocks_matches_output_attentions(family, tiny_lm, monkeypatch):
-    monkeypatch.setattr(reading, "BLOCK_BYTES", 3 * 4 * 40 * 4)  # 3 rows of 4 heads × 40 keys
+    monkeypatch.setattr(budget, "BLOCK_BYTES", 3 * 4 * 40 * 4)  # 3 rows of 4 heads × 40 keys
     lm = tiny_lm(family)
     full = _full(lm)
     got = reading.read_attention(lm, SENTENCE)
@@ -44,7 +45,7 @@ def test_reading_by_blocks_matches_output_attentions(family, tiny_lm, monkeypatc
         assert kept.block == 1 and kept.patterns.shape == full[layer].shape
         np.testing.assert_allclose(kept.patterns, full[layer], atol=ATOL)
     assert got.query_tokens == posviz.attention(lm, SENTENCE).tokens
-    assert reading._readable(lm.model) == (family not in ("bloom", "falcon-alibi", "mpt", "deberta-v2"))
+    assert budget.readable(lm.model) == (family not in ("bloom", "falcon-alibi", "mpt", "deberta-v2"))
 
 
 @pytest.mark.parametrize("family", ["t5", "bart", "marian"])
@@ -54,7 +55,7 @@ def test_reading_decoder_stacks(family, stack, tiny_lm, small_blocks):
     full = posviz.attention(lm, SENTENCE, target="Ein Satz.").stack(stack)[0]
     last = full.shape[0] - 1
     got = reading.read_attention(lm, SENTENCE, target="Ein Satz.", stack=stack, layers=[last],
-                                 window=reading.Window(0, 99, 0, 99))
+                                 window=budget.Window(0, 99, 0, 99))
     kept = got.layer(last)
     np.testing.assert_allclose(kept.window_patterns if kept.block > 1 else kept.patterns, full[last], atol=ATOL)
     assert (got.offsets is None) == (stack == "cross")
@@ -65,7 +66,7 @@ def test_block_summaries_are_the_blocks_mean_and_max(family, tiny_lm, small_bloc
     lm = tiny_lm(family)
     full = _full(lm)[1]
     n = full.shape[-1]
-    got = reading.read_attention(lm, SENTENCE, layers=[1], window=reading.Window(2, 7, 1, 11)).layer(1)
+    got = reading.read_attention(lm, SENTENCE, layers=[1], window=budget.Window(2, 7, 1, 11)).layer(1)
     b = got.block
     assert b == -(-n // 4) > 1 and got.patterns is None
     edges = np.arange(0, n, b)
@@ -160,25 +161,25 @@ def test_scheme_prediction_of_a_learned_table_is_pp_by_offset(bundled_lm):
 
 def test_estimate_refuses_an_over_budget_reading_with_its_figures(bundled_lm, monkeypatch):
     monkeypatch.setenv("POSVIZ_ATTENTION_BYTES", "2MB")
-    cost = reading.estimate(bundled_lm, 512, kept=6)  # the reading keeps every layer
+    cost = budget.estimate(bundled_lm, 512, kept=6)  # the reading keeps every layer
     assert not cost.fits and cost.budget == 2_000_000 and cost.blocked
-    assert 1 <= cost.fitting_tokens < 512 and reading.estimate(bundled_lm, cost.fitting_tokens, kept=6).fits
-    with pytest.raises(reading.AttentionBudgetError) as raised:
+    assert 1 <= cost.fitting_tokens < 512 and budget.estimate(bundled_lm, cost.fitting_tokens, kept=6).fits
+    with pytest.raises(budget.AttentionBudgetError) as raised:
         reading.read_attention(bundled_lm, LONG_TEXT)
     message = str(raised.value)
     assert "512 tokens need about" in message and "2 MB" in message and "POSVIZ_ATTENTION_BYTES" in message
     assert raised.value.estimate.fitting_tokens == cost.fitting_tokens
     monkeypatch.setenv("POSVIZ_ATTENTION_BYTES", "1GB")
-    assert reading.estimate(bundled_lm, 512).fits
+    assert budget.estimate(bundled_lm, 512).fits
 
 
 def test_reading_a_long_input_summarises_it(bundled_lm, monkeypatch):
     """512 tokens of the bundled model, summarised beyond 256: 2 × 2 blocks, the window exact, the
     limit honoured."""
-    monkeypatch.setattr(reading, "WHOLE_TOKENS", 256)
+    monkeypatch.setattr(budget, "WHOLE_TOKENS", 256)
     full = posviz.attention(bundled_lm, LONG_TEXT).patterns
-    got = reading.read_attention(bundled_lm, LONG_TEXT, window=reading.Window(100, 140, 90, 150))
-    assert sorted(got.layers) == list(range(6)) and got.window == reading.Window(100, 140, 90, 150)
+    got = reading.read_attention(bundled_lm, LONG_TEXT, window=budget.Window(100, 140, 90, 150))
+    assert sorted(got.layers) == list(range(6)) and got.window == budget.Window(100, 140, 90, 150)
     kept = got.layer(3)
     assert kept.block == 2 and kept.block_mean.shape == (12, 256, 256) and kept.patterns is None
     np.testing.assert_allclose(kept.window_patterns, full[3, :, 100:140, 90:150], atol=ATOL)
@@ -219,8 +220,8 @@ def test_bad_requests_say_what_exists(bundled_lm, tiny_lm):
         reading.read_attention(bundled_lm, SENTENCE, stack="cross")
     with pytest.raises(ValueError, match="Type a sentence"):
         reading.read_attention(bundled_lm, "  ")
-    assert reading.Window(-5, 900, 3, 2).clipped(10, 10) == reading.Window(0, 10, 3, 4)
-    assert reading.Window(0, 900, 0, 900).clipped(1000, 1000, 256) == reading.Window(0, 256, 0, 256)
+    assert budget.Window(-5, 900, 3, 2).clipped(10, 10) == budget.Window(0, 10, 3, 4)
+    assert budget.Window(0, 900, 0, 900).clipped(1000, 1000, 256) == budget.Window(0, 256, 0, 256)
     assert isinstance(OffsetProfile.empty(2, 3, 4).offsets, np.ndarray)
 
 

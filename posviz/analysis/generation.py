@@ -13,6 +13,7 @@ from __future__ import annotations
 import torch
 
 from posviz import hub
+from posviz.analysis.attention_reading import read_attention
 from posviz.loading import BUNDLED_NAME, LoadedModel, bundled_model_path
 from posviz.tokenization import encode
 
@@ -25,8 +26,6 @@ def is_causal(lm: LoadedModel) -> bool:
     input puts no weight on a later token (read from its own attention)."""
     if lm.config.is_encoder_decoder or lm.positions_only:
         return False
-    from posviz.analysis.attention_reading import read_attention
-
     patterns = read_attention(lm, "one two three four", layers=[0], offsets=False,
                               check_budget=False).layer(0).patterns
     return bool((torch.triu(torch.from_numpy(patterns), 1) == 0).all())

@@ -15,7 +15,8 @@ import streamlit as st
 from posviz.analysis import identical_words as iw
 from posviz.analysis.attention import attention, decoder_input
 from posviz.analysis.attention_offsets import OffsetProfile, scheme_by_offset
-from posviz.analysis.attention_reading import AttentionReading, Window, corpus_offsets, read_attention
+from posviz.analysis.attention_budget import Window
+from posviz.analysis.attention_reading import AttentionReading, corpus_offsets, read_attention
 from posviz.analysis.generation import greedy_continuation, is_causal
 from posviz.analysis.input_representation import InputRepresentation, input_representation
 from posviz.analysis.layer_probe import BUILTIN_TEXT, LayerProbeResult, layer_position_probe
@@ -102,7 +103,7 @@ def attention_reading(key: ModelKey, text: str, text_pair: str | None, target: s
 
     Raises
     ------
-    posviz.analysis.attention_reading.AttentionBudgetError
+    posviz.analysis.attention_budget.AttentionBudgetError
         When the reading would exceed the memory budget (the page estimates first and does not ask).
     """
     found = read_attention(loaded_model(key), text, text_pair, target=target or None, stack=stack,

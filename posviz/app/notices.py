@@ -82,7 +82,7 @@ def attention_budget_notice(cost) -> None:
     """Stop the page where a reading of attention would exceed its memory budget: the figures, and a
     button that reads as many tokens as fit (``limit``); the text typed is kept.
 
-    ``cost`` is a :class:`posviz.analysis.attention_reading.ReadingEstimate`.
+    ``cost`` is a :class:`posviz.analysis.attention_budget.ReadingEstimate`.
     """
     st.warning(f"This input's attention is too large for this machine: {cost.describe()} Read fewer tokens, "
                "or pick a smaller model.", icon=":material/memory:")

@@ -132,7 +132,7 @@ def attention_window(patterns: np.ndarray, query_tokens: list[str], key_tokens: 
         float32 [heads, q1 − q0, k1 − k0]: the window of every head of the layer.
     query_tokens, key_tokens : list of str
         The whole input's tokens (the window's are taken from them).
-    window : posviz.analysis.attention_reading.Window
+    window : posviz.analysis.attention_budget.Window
     layer, head : int
 
     Returns
