@@ -27,13 +27,16 @@ WINDOW_CELLS = 256
 #: Most bytes of kept layers for every layer to be kept (else only the asked ones are).
 KEEP_BYTES = 256 * 2**20
 #: Most bytes of one block of weights (float32 [heads, rows, keys]); the rows of a block follow from it.
-BLOCK_BYTES = 64 * 2**20
+BLOCK_BYTES = 16 * 2**20
+#: Blocks between two hand-backs of freed heap memory (``posviz.analysis.attention_reading._release_freed``):
+#: also the blocks' worth of freed memory the estimate counts the C heap as holding on to.
+RELEASE_EVERY = 16
 #: Working copies of a block eager attention makes at once (scores, weights, the mask added).
 BLOCK_COPIES = 3
 #: A real model's blocked reading per cell against :func:`cell_seconds`' calibration block: its copies
 #: (grouped keys repeated, dtype casts) and longer rows. Measured on a 2-core CPU with a 30-layer,
-#: 9-head Llama: 2.8 at 2 048 tokens, 2.3 at 8 192 (bench/attention.py).
-EAGER_OVERHEAD = 2.5
+#: 9-head Llama: 1.9 at 2 048 tokens, 1.4 at 8 192 (bench/attention.py).
+EAGER_OVERHEAD = 1.6
 class AttentionBudgetError(ValueError):
     """A reading that would need more memory than the budget: its estimate says how much, and what fits.
 
@@ -131,11 +134,14 @@ def estimate(lm: LoadedModel, tokens: int, *, keys: int | None = None, stack: st
              kept: int = 1, window: Window | None = None) -> ReadingEstimate:
     """Memory and time of reading the attention of ``tokens`` query tokens, before running it.
 
-    Blocked reading: the eager mask (float32 [queries, keys]), :data:`BLOCK_COPIES` blocks of at most
-    :data:`BLOCK_BYTES`, the offset profile (float64 [layers, heads, 2n − 1] plus two [layers, heads, n]),
-    the kept layers (:func:`kept_bytes`) and the activations (about 16 float32 vectors of the model's
-    width per token). Read from ``output_attentions``: every layer's [heads, n, n] twice (the model's
-    tuple and its float32 copy) besides.
+    Blocked reading: the eager mask (float32 [queries, keys], and the boolean one it is made from),
+    :data:`BLOCK_COPIES` blocks of at most :data:`BLOCK_BYTES`, the heap's slack between two hand-backs
+    of freed memory (:data:`RELEASE_EVERY` blocks), the offset profile
+    (float64 [layers, heads, 2n − 1] plus two [layers, heads, n]), the kept layers (:func:`kept_bytes`) and
+    the activations (the feed-forward's three [n, intermediate] and about 8 [n, width], float32). Read
+    from ``output_attentions``: every layer's [heads, n, n] twice (the model's tuple and its float32 copy)
+    instead of the blocks. The bench (``bench/attention.py``) checks the estimate against the measured
+    growth.
 
     Parameters
     ----------
@@ -156,15 +162,18 @@ def estimate(lm: LoadedModel, tokens: int, *, keys: int | None = None, stack: st
     ReadingEstimate
     """
     layers, heads = stack_layers(lm, stack), stack_heads(lm, stack)
-    width = lm.config.get_text_config().hidden_size
+    text_config = lm.config.get_text_config()
+    width = text_config.hidden_size
+    inner = getattr(text_config, "intermediate_size", None) or 4 * width
     blocked = readable(lm.model)
 
     def peak(n: int) -> int:
         k = keys or n
-        common = n * k * 4 + kept * kept_bytes(heads, n, k, window) + 16 * max(n, k) * width * 4
+        common = n * k * 5 + kept * kept_bytes(heads, n, k, window) + max(n, k) * (3 * inner + 8 * width) * 4
         common += 3 * layers * heads * (2 * n - 1) * 8 if keys is None else 0
         if blocked:
-            return common + BLOCK_COPIES * min(BLOCK_BYTES, heads * n * k * 4)
+            block = min(BLOCK_BYTES, heads * n * k * 4)
+            return common + (BLOCK_COPIES + RELEASE_EVERY) * block
         return common + 2 * layers * heads * n * k * 4
 
     budget = settings.attention_budget(lm.device)

@@ -104,12 +104,13 @@ class OffsetProfile:
 
     def add(self, layer: int, start: int, weights: torch.Tensor, scratch: dict | None = None) -> None:
         """Add the weights of query rows ``start ..`` of ``layer``: [heads, rows, n] (self-attention).
-        ``scratch``: a dict the caller keeps for the reading, holding :func:`diagonal_sums`' buffers by
-        block height (the profile itself keeps none)."""
+        ``scratch``: a dict the caller keeps for the reading, holding :func:`diagonal_sums`' buffer for the
+        first block height it sees (the profile itself keeps none)."""
         n = weights.shape[-1]
         rows = weights.shape[1]
         scratch = {} if scratch is None else scratch
-        sums, scratch[rows] = diagonal_sums(weights, start, n, scratch.get(rows))
+        sums, buffer = diagonal_sums(weights, start, n, scratch.get(rows))
+        scratch.setdefault(rows, buffer)  # the first block's height only: a last, shorter block's buffer goes
         self.sums[layer] += sums.cpu().numpy()
         self.first[layer, :, start:start + rows] += weights[:, :, 0].double().cpu().numpy()
         lo = max(start, 1)

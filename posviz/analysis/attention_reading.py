@@ -16,6 +16,10 @@ that of every layer at once, which :func:`estimate` counts.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import ctypes.util
+import functools
 import re
 import sys
 import threading
@@ -40,6 +44,26 @@ from posviz.tokenization import encode
 _CROSS = re.compile(r"EncDecAttention|encoder_attn|crossattention|cross_attn", re.IGNORECASE)
 
 _local = threading.local()
+
+
+@functools.cache
+def _malloc_trim():
+    """glibc's ``malloc_trim``, or None where the C library has none (macOS, musl, Windows)."""
+    with contextlib.suppress(OSError, AttributeError, TypeError):
+        return ctypes.CDLL(ctypes.util.find_library("c")).malloc_trim
+    return None
+
+
+def _release_freed() -> None:
+    """Hand the C heap's free memory back to the system (``malloc_trim(0)``, where glibc has it).
+
+    A reading allocates and frees blocks of some 16 MB over and over (scores, weights, repeated keys);
+    glibc keeps freed blocks under its mmap threshold in the heap, and the heap grew by 1.2 GB within one
+    layer of 8 192 tokens (a 30-layer, 9-head model, measured on Linux) though the live data stayed small.
+    """
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
 
 
 @dataclass
@@ -162,6 +186,9 @@ def _eager_in_blocks(module, query, key, value, attention_mask, *args, **kwargs)
                              *args, **{k: _rows(v, start, stop, queries) for k, v in kwargs.items()})
         reading.take(reading.stacks[id(module)], start, weights[0])
         outputs.append(out)
+        del weights
+        if (start // rows) % budget.RELEASE_EVERY == budget.RELEASE_EVERY - 1:
+            _release_freed()
     return torch.cat(outputs, dim=1), None
 
 
