@@ -4,12 +4,12 @@ A randomly initialised Llama (30 layers, 9 heads with 3 key-value heads, width 5
 rotary base 100 000), with the bundled WordPiece tokenizer, is saved once in the bench's folder. For
 512, 2 048 and 8 192 tokens of the probes' text, a fresh process loads it and then does what the
 Attention page does with its defaults: reads the attention (every layer kept as the page keeps them,
-a 64 × 64 window where the input is summarised), builds the head, mean and heads-grid figures, the
+a 32 × 32 window where the input is summarised), builds the head, mean and heads-grid figures, the
 zoomed window, the attention-by-offset grid, the sink grid and one head's profile beside the rotary
 kernel. It reports the wall time and the peak growth of the process's memory (resident set, sampled
 every 5 ms from before the reading to after the last figure; after a short sentence's forward pass has
 paged in the memory-mapped weights, as any earlier page would have). Beside it, ``posviz.attention``
-(``output_attentions=True``, every layer at once) at the lengths where its estimate fits in a third
+(``output_attentions=True``, every layer at once) at the lengths where its estimate fits in half
 of this machine's free memory.
 
     python -m bench --only attention
@@ -104,7 +104,7 @@ def child(folder: str, tokens: int, way: str) -> dict:
         if way == "output_attentions":
             posviz.attention(lm, text)
         else:
-            window = budget.Window(0, 64, 0, 64)
+            window = budget.Window(0, 32, 0, 32)
             queries = len(encode(lm, text).tokens)
             summarised = queries > budget.WHOLE_TOKENS
             layers = None if budget.every_layer_fits(lm, queries, queries, window=window) else (0,)
@@ -117,7 +117,7 @@ def child(folder: str, tokens: int, way: str) -> dict:
                          views.attention_mean(patterns, att.query_tokens, att.key_tokens, **shown),
                          views.attention_grid(patterns, att.query_tokens, att.key_tokens, **shown)):
                 view.figure.to_json()
-            zoomed = kept.window_patterns if kept.block > 1 else kept.patterns[:, :64, :64]
+            zoomed = kept.window_patterns if kept.block > 1 else kept.patterns[:, :32, :32]
             views.attention_window(zoomed, att.query_tokens, att.key_tokens, window, layer=0, head=0).figure.to_json()
             encoding = lm.encodings[0]
             prediction = scheme_by_offset(encoding, queries)
@@ -156,7 +156,7 @@ def run(res: Results, workdir: Path) -> None:
         if tokens == 8192:
             res.goal("7 long attention", "page at 8 192 tokens: memory growth", got["growth"], GROWTH_LIMIT, "B")
         need = 2 * 30 * 9 * tokens * tokens * 4
-        if need < free / 3:
+        if need < free / 2:
             log(f"output_attentions, {tokens} tokens …")
             old = _measure(folder, tokens, "output_attentions")
             res.add("7 long attention", f"output_attentions, {tokens} tokens: time", [old["seconds"]])

@@ -128,12 +128,15 @@ def figure_case(res: Results, repeat: int, label: str, build) -> int:
 
 def payload_cases(lm, repeat: int, res: Results) -> dict[str, int]:
     """Bytes of the similarity heatmap (numpy as built, and from Python lists) and of the
-    attention page at 512 tokens (its three figures, and every layer and head at once)."""
+    attention page at 512 tokens (its seven figures, and every layer and head at once)."""
     import numpy as np
     import plotly.graph_objects as go
 
     import posviz
-    from posviz.views import attention as attention_views, figures
+    from posviz.analysis.attention_offsets import scheme_by_offset
+    from posviz.analysis.attention_budget import Window
+    from posviz.analysis.attention_reading import read_attention
+    from posviz.views import attention as attention_views, attention_offsets as offset_views, figures
 
     full = posviz.similarity(lm.encodings[0].tensor, "dot")
     n = full.shape[0]
@@ -153,14 +156,23 @@ def payload_cases(lm, repeat: int, res: Results) -> dict[str, int]:
     patterns = posviz.attention(lm, LONG_TEXT).patterns  # [layers, heads, 512, 512]
     layer, tokens = patterns[0], posviz.attention(lm, LONG_TEXT).tokens
     k = len(tokens)
+    profile = read_attention(lm, LONG_TEXT, layers=[]).offsets
+    encoding = lm.encodings[0]
     page = {  # as pages/attention.py draws them
         "head": lambda: attention_views.attention_head(layer, tokens, tokens, layer=0, head=0).figure,
         "mean over heads": lambda: attention_views.attention_mean(layer, tokens, tokens, layer=0).figure,
         "every head": lambda: attention_views.attention_grid(layer, tokens, tokens, layer=0).figure,
+        "zoom": lambda: attention_views.attention_window(layer[:, :32, :32], tokens, tokens,
+                                                         Window(0, 32, 0, 32), layer=0, head=0).figure,
+        "by offset": lambda: offset_views.offset_grid(profile).figure,
+        "sinks": lambda: offset_views.sink_grid(profile).figure,
+        "one head by offset": lambda: offset_views.head_offsets(profile, scheme_by_offset(encoding, k), layer=0,
+                                                                head=0, scheme=encoding.label).figure,
+        "shares by query": lambda: offset_views.shares_by_query(profile, layer=0, head=0).figure,
     }
     out["attention"] = sum(figure_case(res, repeat, f"library: attention {k} tok, {name}", build)
                            for name, build in page.items())
-    res.add("2 payload", f"library: attention page {k} tok (3 figures)", [out["attention"]], unit="B")
+    res.add("2 payload", f"library: attention page {k} tok ({len(page)} figures)", [out["attention"]], unit="B")
 
     def every_layer_and_head():
         return go.Figure([go.Heatmap(z=np.asarray(patterns[i, h], dtype=np.float32), visible=i == h == 0)

@@ -21,6 +21,9 @@ from posviz.views.attention import marked
 from posviz.views import attention_offsets as offset_views
 from posviz.views.limits import MAX_LABELS
 
+#: Tokens a side of the zoom's default window (from the first token): its labels can be read.
+ZOOM = 32
+
 key, lm = current_model()
 encoder_decoder = bool(lm.config.is_encoder_decoder)
 
@@ -88,9 +91,9 @@ if max(queries, keys) > MAX_LABELS:
     zoom_box.subheader("Zoom")
     zq, zk = zoom_box.columns(2)
     most = budget.WINDOW_CELLS
-    q0, q1 = position_range(zq, "Queries", queries, (0, min(63, queries - 1)), name="zoom_q",
+    q0, q1 = position_range(zq, "Queries", queries, (0, min(ZOOM - 1, queries - 1)), name="zoom_q",
                             help=f"Query rows shown at full resolution (at most {most}).")
-    k0, k1 = position_range(zk, "Keys", keys, (0, min(63, keys - 1)), name="zoom_k",
+    k0, k1 = position_range(zk, "Keys", keys, (0, min(ZOOM - 1, keys - 1)), name="zoom_k",
                             help=f"Key columns shown at full resolution (at most {most}).")
     window = budget.Window(q0, q1 + 1, k0, k1 + 1).clipped(queries, keys, most)
 
