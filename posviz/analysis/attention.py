@@ -167,6 +167,8 @@ def attention(lm: LoadedModel, text: str, text_pair: str | None = None, *,
     Uses ``output_attentions=True`` with the eager implementation (the model is loaded with
     ``attn_implementation="eager"``), i.e. the softmax weights each attention module returns
     (for BERT ``BertSelfAttention``, for T5 ``T5Attention``, for BART ``BartAttention``).
+    Every layer is kept at once, float32 [layers, heads, n, n]: for long inputs use
+    :func:`posviz.analysis.attention_reading.read_attention`, whose memory grows with n × a block.
 
     A model that is not an encoder-decoder runs on the tokens of ``text`` (+ ``text_pair``);
     ``target`` is ignored. An encoder-decoder model (``lm.config.is_encoder_decoder``) runs
