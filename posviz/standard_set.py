@@ -15,10 +15,12 @@ import numpy as np
 import plotly.graph_objects as go
 
 from posviz.analysis.attention import attention
+from posviz.analysis.attention_reading import read_attention
 from posviz.analysis.input_representation import input_representation
 from posviz.export import csv_table, figure_html, file_stem, has_table, npz_bytes, require_browser, write_images
 from posviz.loading import LoadedModel
 from posviz.views import attention as attention_views
+from posviz.views import attention_offsets as offset_views
 from posviz.views import input as input_views
 from posviz.views import positions
 from posviz.views.figures import ordinal
@@ -231,6 +233,8 @@ def standard_set(lm: LoadedModel, sentence: str = DEFAULT_SENTENCE, *, layer: in
     out.append(Export.of(f"attention-layer{layer}-heads",
                          attention_views.attention_grid(patterns[layer], rows, cols, layer=layer, stack=stack),
                          **common))
+    profile = read_attention(lm, sentence, layers=[]).offsets  # the encoder's, of an encoder-decoder model
+    out.append(Export.of("attention-by-offset", offset_views.offset_grid(profile), **common))
     out.append(Export("attention-all-layers", None, {"attention": patterns, "tokens": rows}, model=model))
     if present:
         for view in out:

@@ -61,12 +61,14 @@ def test_reading_decoder_stacks(family, stack, tiny_lm, small_blocks):
     assert (got.offsets is None) == (stack == "cross")
 
 
-@pytest.mark.parametrize("family", ["bert", "llama", "bloom", "t5"])
+@pytest.mark.parametrize("family", ALL + MORE)
 def test_block_summaries_are_the_blocks_mean_and_max(family, tiny_lm, small_blocks):
     lm = tiny_lm(family)
-    full = _full(lm)[1]
+    every = _full(lm)
+    last = every.shape[0] - 1
+    full = every[last]
     n = full.shape[-1]
-    got = reading.read_attention(lm, SENTENCE, layers=[1], window=budget.Window(2, 7, 1, 11)).layer(1)
+    got = reading.read_attention(lm, SENTENCE, layers=[last], window=budget.Window(2, 7, 1, 11)).layer(last)
     b = got.block
     assert b == -(-n // 4) > 1 and got.patterns is None
     edges = np.arange(0, n, b)
@@ -79,7 +81,7 @@ def test_block_summaries_are_the_blocks_mean_and_max(family, tiny_lm, small_bloc
     assert got.summary("max") is got.block_max and got.summary() is got.block_mean
 
 
-@pytest.mark.parametrize("family", ["bert", "llama", "bloom"])
+@pytest.mark.parametrize("family", ["bert", "llama", "bloom", "t5", "albert", "deberta-v2"])
 def test_offset_profile_is_the_diagonals(family, tiny_lm, small_blocks):
     lm = tiny_lm(family)
     full = _full(lm)

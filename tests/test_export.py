@@ -52,7 +52,9 @@ SENTENCE = "The cat chased the dog"
 TOKENS = ["[CLS]", "the", "cat", "chased", "the", "dog", "[SEP]"]
 SHORT = "all-MiniLM-L6-v2"  # the bundled model's short name: every file name starts with it
 FIGURES = ["position-similarity", "profile-q128", "projection-pca", "input-norms", "attention-layer0-head0",
-           "attention-layer0-heads"]
+           "attention-layer0-heads", "attention-by-offset"]
+#: Figures whose arrays have three axes ([heads, n, n]; [layers, heads, offsets]): NPZ only, no CSV.
+NO_TABLE = ("attention-layer0-heads", "attention-by-offset")
 BROWSER = export.find_browser()
 
 
@@ -113,14 +115,14 @@ def test_cli_writes_the_standard_set(exported):
     assert all(name.startswith(f"{SHORT}-") for name in names), names
     for stem in FIGURES:
         assert {f"{SHORT}-{stem}.html", f"{SHORT}-{stem}.npz"} <= names, stem
-        assert (f"{SHORT}-{stem}.csv" in names) == (stem != "attention-layer0-heads")  # [heads, n, n]: NPZ only
+        assert (f"{SHORT}-{stem}.csv" in names) == (stem not in NO_TABLE)
         if BROWSER:
             assert {f"{SHORT}-{stem}.png", f"{SHORT}-{stem}.svg"} <= names, stem
     assert f"{SHORT}-attention-all-layers.npz" in names
-    assert len(names) == (30 if BROWSER else 18)
+    assert len(names) == (34 if BROWSER else 20)
     assert "Traceback" not in result.stderr, result.stderr[-3000:]
     assert "note:" not in result.stderr  # 512 positions: q = 128 exists
-    assert "/30" in result.stderr or not BROWSER, "no progress bar"  # tqdm: done/total
+    assert "/34" in result.stderr or not BROWSER, "no progress bar"  # tqdm: done/total
     assert f"Wrote {len(listed)} files" in result.stderr
 
 
@@ -208,6 +210,11 @@ def test_npz_shapes_and_values(exported, bundled_lm):
     with np.load(path_of(exported, "attention-layer0-head0", "npz")) as z:
         assert z["attention"].shape == (7, 7)
         np.testing.assert_allclose(z["attention"].sum(axis=1), 1, atol=1e-5)
+    with np.load(path_of(exported, "attention-by-offset", "npz")) as z:
+        assert z["mean_weight"].shape == (6, 12, 13)
+        np.testing.assert_array_equal(z["offsets"], np.arange(-6, 7))
+        diagonals = [[np.diagonal(att.patterns[i, h], d).mean() for d in range(-6, 7)] for i in range(6) for h in range(12)]
+        np.testing.assert_allclose(z["mean_weight"].reshape(72, 13), diagonals, atol=1e-6)
 
 
 def test_csv_tables_give_the_arrays_back(exported, bundled_lm):
@@ -297,7 +304,8 @@ def test_the_export_says_which_q_it_used(cli, tiny_path, tiny_lm, tmp_path):
         "projection-pca.html", "projection-pca.npz", "projection-pca.csv",
         "input-norms.html", "input-norms.npz", "input-norms.csv",
         "attention-layer0-head0.html", "attention-layer0-head0.npz", "attention-layer0-head0.csv",
-        "attention-layer0-heads.html", "attention-layer0-heads.npz", "attention-all-layers.npz")]
+        "attention-layer0-heads.html", "attention-layer0-heads.npz",
+        "attention-by-offset.html", "attention-by-offset.npz", "attention-all-layers.npz")]
     g = gram(lm)
     names, labels, values = read_numeric((tmp_path / "out" / f"{short}-profile-q63.csv").read_text())
     assert names == ("positions", "profile")
@@ -323,7 +331,8 @@ def test_the_options_choose_the_figures_and_name_the_files(cli, tiny_path, tiny_
         "projection-pca-present.html", "projection-pca.npz", "projection-pca.csv",
         "input-norms-present.html", "input-norms.npz", "input-norms.csv",
         "attention-layer1-head3-present.html", "attention-layer1-head3.npz", "attention-layer1-head3.csv",
-        "attention-layer1-heads-present.html", "attention-layer1-heads.npz", "attention-all-layers.npz")]
+        "attention-layer1-heads-present.html", "attention-layer1-heads.npz",
+        "attention-by-offset-present.html", "attention-by-offset.npz", "attention-all-layers.npz")]
     g = gram(lm)
     names, labels, values = read_numeric((out_dir / f"{short}-position-similarity-range5-20.csv").read_text())
     assert names == ("positions", *map(str, range(5, 21)))
