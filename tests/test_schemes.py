@@ -376,6 +376,32 @@ def test_mpnet_relative_bias_is_compute_position_bias(tiny_lm, reference):
         rel.buckets(offsets), model.encoder.relative_position_bucket(torch.as_tensor(offsets)).numpy())
 
 
+def test_mpnet_bias_is_what_the_forward_adds_when_the_table_has_more_buckets(tmp_path):
+    """A table of 64 buckets: MPNetEncoder.forward still buckets with compute_position_bias' default (32), so
+    the bias shown is the one captured from the forward pass, and the text says 32 rows are never used."""
+    from tests.support.tiny_models import build_tiny, tiny_config
+
+    config = tiny_config("mpnet")
+    config.relative_attention_num_buckets = 64
+    lm = posviz.load_model(str(build_tiny("mpnet", tmp_path, config=config)))
+    encoder = lm.model.encoder
+    captured = []
+    own = encoder.compute_position_bias
+    encoder.compute_position_bias = lambda *a, **k: captured.append(own(*a, **k)) or captured[-1]
+    try:
+        ids = torch.tensor([[0, *range(5, 25), 2]])
+        with torch.no_grad():
+            lm.model(input_ids=ids, attention_mask=torch.ones_like(ids))
+    finally:
+        del encoder.compute_position_bias
+    rel = lm.encodings[1]
+    reach = torch.arange(-(lm.max_tokens - 1), lm.max_tokens)
+    used = encoder.relative_position_bucket(reach, num_buckets=32).unique().numel()  # within its 64 positions
+    assert rel.table.shape[0] == 64 and rel.used_buckets == used < 32
+    np.testing.assert_array_equal(rel.bias(np.arange(22)), captured[0][0].numpy())
+    assert f"The table has 64 rows, but the model's forward pass adds only {used} of them" in rel.describe()
+
+
 # ------------------------------------------------------------------------------------ sinusoidal
 
 _SINUSOIDS = {  # family -> (layout, offset, attribute holding the table)

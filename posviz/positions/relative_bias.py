@@ -8,6 +8,8 @@ Transformer" (JMLR 2020). The table and the bucket function are the model's own
 
 from __future__ import annotations
 
+import inspect
+
 from dataclasses import dataclass, field
 from typing import Callable, ClassVar
 
@@ -30,8 +32,11 @@ def t5_buckets(attention: nn.Module) -> Callable[[torch.Tensor], torch.Tensor]:
 
 
 def mpnet_buckets(encoder: nn.Module) -> Callable[[torch.Tensor], torch.Tensor]:
-    """``MPNetEncoder.relative_position_bucket`` with the table's number of buckets."""
-    return lambda rel: encoder.relative_position_bucket(rel, num_buckets=encoder.relative_attention_bias.num_embeddings)
+    """``MPNetEncoder.relative_position_bucket`` with the number of buckets its forward pass uses:
+    ``MPNetEncoder.forward`` calls ``compute_position_bias`` with that method's default (32 in
+    transformers 5), whatever the table's size (``relative_attention_num_buckets``)."""
+    used = inspect.signature(type(encoder).compute_position_bias).parameters["num_buckets"].default
+    return lambda rel: encoder.relative_position_bucket(rel, num_buckets=used)
 
 
 @dataclass
@@ -78,12 +83,22 @@ class RelativeBias(PositionEncoding):
             out[:, relative > 0] = np.nan
         return out
 
+    @property
+    def used_buckets(self) -> int:
+        """How many of the table's rows the model adds for some offset within its positions (the rest
+        are learned parameters the forward pass never reads)."""
+        reach = max(self.num_positions - 1, 1)
+        return int(np.unique(self.buckets(np.arange(-reach, reach + 1))).size)
+
     def describe(self) -> str:
         direction = "one direction (decoder: keys up to the query)" if self.causal else "both directions"
+        rows, used = self.table.shape[0], self.used_buckets
+        unused = (f" The table has {rows} rows, but the model's forward pass adds only {used} of them: the other "
+                  f"{rows - used} are never used, and not shown." if used < rows else "")
         return (f"Bucketed relative position bias (T5: Raffel et al., 2020): no position vector; each head "
                 f"adds a learned scalar B[bucket(n − m), h] to the score of query m and key n. "
-                f"{self.table.shape[0]} buckets over {direction}: offsets below a few positions get a bucket "
-                f"each, longer ones share logarithmic buckets. From `{self.source}`.")
+                f"{used} buckets over {direction}: offsets below a few positions get a bucket "
+                f"each, longer ones share logarithmic buckets. From `{self.source}`.{unused}")
 
     def signature(self) -> Signature:
         values = self.by_offset(SIGNATURE_OFFSETS)
