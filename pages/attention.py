@@ -50,7 +50,8 @@ target = (target or None) if encoder_decoder else None
 
 decoder_only = not encoder_decoder and caches.causal(key)
 with st.expander("Tokens read and generated", icon=":material/straighten:"):
-    limit = st.number_input("Read at most (tokens)", 1, lm.max_tokens, lm.max_tokens, **url("limit"),
+    default = {} if "limit" in st.session_state else {"value": lm.max_tokens}  # set by the budget's button
+    limit = st.number_input("Read at most (tokens)", 1, lm.max_tokens, **default, **url("limit"),
                             help="The first tokens of the input are read; the rest is dropped, as the model's own "
                                  "limit drops it.")
     generate = 0
@@ -85,7 +86,8 @@ else:
                           f"how much of each row was hidden; rows with under {views.VISIBLE_AT_LEAST:.0%} left are "
                           "greyed.")
 # Drawn top to bottom: notices, the layer's figures, the zoom; its sliders are made first (the reading needs them).
-notices_box, figures_box, zoom_box = st.container(), st.container(), st.container()
+notices_box, figures_box, zoom_slot = st.container(), st.container(), st.empty()
+zoom_box = zoom_slot.container()
 window = None
 if max(queries, keys) > MAX_LABELS:
     zoom_box.subheader("Zoom")
@@ -96,12 +98,16 @@ if max(queries, keys) > MAX_LABELS:
     k0, k1 = position_range(zk, "Keys", keys, (0, min(ZOOM - 1, keys - 1)), name="zoom_k",
                             help=f"Key columns shown at full resolution (at most {most}).")
     window = budget.Window(q0, q1 + 1, k0, k1 + 1).clipped(queries, keys, most)
+    if (window.q1 - window.q0, window.k1 - window.k0) != (q1 + 1 - q0, k1 + 1 - k0):
+        zoom_box.caption(f"The zoom shows at most {most} × {most} weights: queries {window.q0}–{window.q1 - 1}, "
+                         f"keys {window.k0}–{window.k1 - 1}.")
 
 asked = dict(stack=stack, window=window if summarised else None)
 layers = None if budget.every_layer_fits(lm, queries, keys, **asked) else (layer,)
 cost = budget.estimate(lm, queries, keys=keys if stack == "cross" else None, stack=stack,
                         kept=budget.stack_layers(lm, stack) if layers is None else 1, window=asked["window"])
 if not cost.fits:
+    zoom_slot.empty()  # nothing to zoom into
     with notices_box:
         attention_budget_notice(cost)
 with notices_box, st.spinner(f"Running the model on {queries:,} tokens (about {cost.seconds:,.1f} s of attention) …"):
@@ -110,6 +116,9 @@ with notices_box:
     truncation_notice(att.truncated, lm, paired=bool(text_pair), limit=limit)
     if encoder_decoder and stack != "encoder" and queries >= lm.max_tokens:
         st.caption(f"The target fills the model's {lm.max_tokens} positions: a longer one is cut.")
+    if generated:
+        st.caption(f"⟨…⟩: the {len(generated)} tokens the model generated after the sentence (greedy: the most "
+                   "likely token at each step), read with it.")
 
 kept = att.layer(layer)
 every_query, every_key = marked(att.query_tokens, len(generated)), marked(att.key_tokens, len(generated))

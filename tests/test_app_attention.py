@@ -60,6 +60,10 @@ def test_long_input_is_summarised_with_an_exact_zoom(bundled_lm, monkeypatch, fr
     assert arr(zoom["layout"]["yaxis"]["tickvals"])[0] == 100
     assert zoom["layout"]["yaxis"]["ticktext"][0] == tokens[100]
 
+    at.slider(key="zoom_q").set_value((0, 511))
+    at.slider(key="zoom_k").set_value((0, 511)).run()
+    assert any("at most 256 × 256 weights: queries 0–255, keys 0–255" in c.value for c in at.caption)
+
 
 def test_attention_by_offset_is_the_diagonals(bundled_lm):
     at = open_page("attention", layer=1, head=3)
@@ -93,9 +97,10 @@ def test_over_budget_says_so_and_reads_what_fits(bundled_lm, monkeypatch, fresh_
     at = open_page("attention", text=LONG_TEXT, text_pair="")
     assert not at.exception
     cost = budget.estimate(bundled_lm, 512, kept=6)
-    warning = next(w.value for w in at.warning if "too large" in w.value)
+    warning = next(w.value for w in at.warning if "over the memory budget" in w.value)
     assert "512 tokens need about" in warning and "30 MB" in warning and "POSVIZ_ATTENTION_BYTES" in warning
     assert not figures(at)
+    assert "zoom_q" not in [s.key for s in at.slider]  # nothing to zoom into
     button = next(b for b in at.button if b.label.startswith("Read the first"))
     assert button.label == f"Read the first {cost.fitting_tokens:,} tokens"
     button.click().run()

@@ -102,8 +102,9 @@ class ReadingEstimate:
 
     def describe(self) -> str:
         """The estimate in words, for messages."""
+        took = "under a second" if self.seconds < 1 else f"{self.seconds:,.0f} s"
         return (f"{self.tokens:,} tokens need about {settings.human_bytes(self.peak_bytes)} and "
-                f"{self.seconds:,.{1 if self.seconds < 10 else 0}f} s; the budget is {settings.human_bytes(self.budget)} "
+                f"{took}; the budget is {settings.human_bytes(self.budget)} "
                 f"({settings.attention_budget_source()}), enough for {self.fitting_tokens:,} tokens.")
 
 

@@ -4,8 +4,8 @@ posviz loads the base model (``model.base_model``), without its language-modelli
 the input embedding matrix where the config ties them (``tie_word_embeddings``: GPT-2, SmolLM2, Llama
 3.2 1B …), else the checkpoint's ``lm_head.weight`` (and ``lm_head.bias`` where it has one), read by
 itself from the safetensors file (:class:`posviz.hub.Checkpoint`). Each step appends the token of the
-largest logit (greedy decoding, as ``generate(do_sample=False)``); the model's key-value cache carries
-the earlier tokens. A final logit soft-capping or scaling (Gemma 2, Cohere) changes no argmax.
+largest logit (greedy decoding, as ``generate(do_sample=False)``); the model's key-value cache (its
+``cache`` argument and output, transformers 5) carries the earlier tokens. A final logit soft-capping or scaling (Gemma 2, Cohere) changes no argmax.
 """
 
 from __future__ import annotations
@@ -88,13 +88,13 @@ def greedy_continuation(lm: LoadedModel, text: str, tokens: int, *, text_pair: s
     ids, mask = inputs["input_ids"], inputs["attention_mask"]
     with torch.no_grad():
         for _ in range(tokens):
-            out = lm.model(input_ids=ids, attention_mask=mask, past_key_values=past, use_cache=True)
+            out = lm.model(input_ids=ids, attention_mask=mask, cache=past, use_cache=True)
             logits = out.last_hidden_state[0, -1] @ weight.T
             if bias is not None:
                 logits = logits + bias
             token = int(logits.argmax())
             new.append(token)
-            past = out.past_key_values
+            past = out.cache
             ids = torch.tensor([[token]], device=lm.device)
             mask = torch.cat([mask, torch.ones((1, 1), dtype=mask.dtype, device=mask.device)], dim=1)
     return new

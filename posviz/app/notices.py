@@ -68,7 +68,7 @@ def truncation_notice(truncated: int, lm: LoadedModel, paired: bool = False, lim
     if truncated:
         where = ("from the end of the longer sentence first (the tokenizer's longest-first truncation)" if paired
                  else "from the end")
-        bound = (f"the {limit:,} tokens read (Long inputs)" if limit and limit < lm.max_tokens
+        bound = (f"the {limit:,} tokens read (Tokens read and generated)" if limit and limit < lm.max_tokens
                  else f"the model's {lm.max_tokens:,} positions")
         st.warning(f"The input is longer than {bound}: {truncated:,} tokens were dropped, {where}.",
                    icon=":material/content_cut:")
@@ -84,7 +84,7 @@ def attention_budget_notice(cost) -> None:
 
     ``cost`` is a :class:`posviz.analysis.attention_budget.ReadingEstimate`.
     """
-    st.warning(f"This input's attention is too large for this machine: {cost.describe()} Read fewer tokens, "
+    st.warning(f"This input's attention is over the memory budget: {cost.describe()} Read fewer tokens, "
                "or pick a smaller model.", icon=":material/memory:")
     st.button(f"Read the first {cost.fitting_tokens:,} tokens", icon=":material/content_cut:", on_click=_set_limit,
               args=(cost.fitting_tokens,))
@@ -112,6 +112,7 @@ def unusable_values(linked: dict[str, list[str]], page: str) -> None:
     """A notice for each value of the link that this page could not use (:func:`posviz.app.urls.unusable`),
     naming it and what was used instead."""
     for name, given, used in unusable(linked, st.session_state, page):
-        instead = f"showing {name} = {used} instead" if used else "this model has no such choice, so it is ignored"
+        instead = (f"showing {name} = {used} instead" if used
+                   else "it offers no such choice for this model and input, so it is ignored")
         st.info(f"The link asks for {name} = {given}, which this page cannot use here: {instead}.",
                 icon=":material/link_off:")

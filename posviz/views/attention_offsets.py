@@ -65,7 +65,8 @@ def offset_grid(profile: OffsetProfile, *, max_offset: int = MAX_OFFSET, stack: 
     fig = figures.grid_heatmaps({"": np.log10(np.maximum(rows, FLOOR))}, profile.offsets[keep], labels, title,
                                 "offset j − i", "layer, head", "log₁₀ weight", zmin=np.log10(FLOOR), zmax=0,
                                 values={"": rows}, value_name="mean weight",
-                                notes=[_source(profile), "negative: keys before the query"])
+                                notes=[_source(profile), f"offsets {profile.offsets[keep][0]} to "
+                                       f"{profile.offsets[keep][-1]}; negative: keys before the query"])
     caption = ("Each row is one head: how much a query gives, on average, to the key j − i tokens away. A bright "
                "column at −1 is a previous-token head; one at 0 looks at itself; a slow fade is a local head.")
     return View(fig, title, {"mean_weight": mean, "offsets": profile.offsets[keep]}, caption)

@@ -402,7 +402,7 @@ def token_heatmap(matrix: np.ndarray, tokens: list[str], title: str, colorbar: s
         row_labels = [f"⊘ {t}" if g else t for t, g in zip(tokens, greyed)]
         greyed, shares = _row_blocks(greyed, block) == 1, _row_blocks(hidden, block)  # a block greyed where all is
         notes += [f"⊘ grey rows: under {threshold:.0%} of their attention is on the tokens shown, so they are not "
-                  "rescaled", "right: the share of each row hidden"]
+                  "rescaled"] * bool(greyed.any()) + ["right: the share of each row hidden"]
         fig = _subplots(new_figure(title, height=None, notes=notes, aspect=HEATMAP_ASPECT + 0.1),
                         rows=1, cols=2, column_widths=[0.9, 0.1], shared_yaxes=True, horizontal_spacing=0.02)
         fig.add_trace(go.Heatmap(z=np.where(greyed[:, None], 1.0, np.nan) * np.ones((1, len(cols_idx))), x=cols_idx,
@@ -646,7 +646,7 @@ def line_panels(panels: dict[str, tuple[np.ndarray, dict[str, np.ndarray]]], tit
         One y-axis title per panel.
     """
     fig = _subplots(new_figure(title, height=440, notes=list(notes)), rows=1, cols=len(panels),
-                    subplot_titles=list(panels), horizontal_spacing=0.1)
+                    subplot_titles=list(panels), horizontal_spacing=0.2)  # room for the right panel's y title
     colours = iter(line_colours(sum(len(series) for _, series in panels.values())))
     for i, (x, series) in enumerate(panels.values()):
         for name, y in series.items():
