@@ -19,9 +19,12 @@ from plotly.subplots import make_subplots
 from posviz.analysis.similarity import block_mean
 from posviz.views.limits import MAX_CELLS, MAX_LABELS, MAX_TILE_CELLS
 from posviz.views.style import (
-    DIVERGING, MISSING, QUALITATIVE, REFERENCE, SEQUENTIAL, TEMPLATE, colour_bar, leave_room_for_tile_titles,
-    legend_below, line_colours, log_ticks, new_figure, set_title, token_ticks,
+    DIVERGING, MISSING, QUALITATIVE, REFERENCE, SEQUENTIAL, TEMPLATE, TICK_LABELS, colour_bar,
+    leave_room_for_tile_titles, legend_below, line_colours, log_ticks, new_figure, set_title, token_ticks,
 )
+
+#: Token labels per axis of a heatmap beside its "hidden" strip (its square is some two thirds of a plain one's).
+BESIDE_STRIP_TICK_LABELS = 16
 
 
 def _f32(a) -> np.ndarray:
@@ -401,8 +404,8 @@ def token_heatmap(matrix: np.ndarray, tokens: list[str], title: str, colorbar: s
     else:
         row_labels = [f"⊘ {t}" if g else t for t, g in zip(tokens, greyed)]
         greyed, shares = _row_blocks(greyed, block) == 1, _row_blocks(hidden, block)  # a block greyed where all is
-        notes += [f"⊘ grey rows: under {threshold:.0%} of their attention is on the tokens shown, so they are not "
-                  "rescaled"] * bool(greyed.any()) + ["right: the share of each row hidden"]
+        notes += [f"⊘ grey rows: under {threshold:.0%} of their attention shown, not rescaled"] * bool(greyed.any()) \
+            + ["right: share hidden"]
         fig = _subplots(new_figure(title, height=None, notes=notes, aspect=HEATMAP_ASPECT + 0.1),
                         rows=1, cols=2, column_widths=[0.9, 0.1], shared_yaxes=True, horizontal_spacing=0.02)
         fig.add_trace(go.Heatmap(z=np.where(greyed[:, None], 1.0, np.nan) * np.ones((1, len(cols_idx))), x=cols_idx,
@@ -428,9 +431,10 @@ def token_heatmap(matrix: np.ndarray, tokens: list[str], title: str, colorbar: s
     ), **main)
     fig.update_xaxes(title=col_title, **main)
     fig.update_yaxes(title=row_title, **main)
-    if labelled:
-        token_ticks(fig, "x", cols, first=origin[1])
-        token_ticks(fig, "y", row_labels, first=origin[0])
+    if labelled:  # beside the hidden strip the square is smaller: fewer labels fit
+        most = TICK_LABELS if hidden is None else BESIDE_STRIP_TICK_LABELS
+        token_ticks(fig, "x", cols, most, first=origin[1])
+        token_ticks(fig, "y", row_labels, most, first=origin[0])
     _square(fig, 1 if hidden is not None else None)
     return fig
 
