@@ -32,6 +32,7 @@ ON_PAGES = {
     "input-norms": ("input", {"text": SENTENCE, "text_pair": ""}, 0),
     "attention-layer0-head0": ("attention", {"text": SENTENCE, "text_pair": ""}, 0),
     "attention-layer0-heads": ("attention", {"text": SENTENCE, "text_pair": ""}, 2),
+    "attention-by-offset": ("attention", {"text": SENTENCE, "text_pair": ""}, 3),
 }
 
 
