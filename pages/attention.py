@@ -161,8 +161,10 @@ max_offset = o2.number_input("Offsets shown each side", 1, offset_views.MOST_OFF
 encoding = lm.encoding(stack) if stack in [e.component for e in lm.encodings] else lm.encodings[0]
 prediction = caches.scheme_prediction(key, encoding.component, profile.tokens)
 named = STACKS[stack] if encoder_decoder else ""
-show(offset_views.offset_grid(profile, max_offset=max_offset, stack=named))
-show(offset_views.sink_grid(profile, stack=named))
+source = ("corpus", key) if profile is not att.offsets else (key, text, text_pair, target, stack, layers,
+                                                               asked["window"], limit, generated)
+for view in caches.offset_overview(source, profile, int(max_offset), named):
+    show(view)
 left, right = layout.pair()
 with left:
     show(offset_views.head_offsets(profile, prediction, layer=layer, head=head, scheme=encoding.label,

@@ -14,8 +14,8 @@ import streamlit as st
 
 from posviz.analysis import identical_words as iw
 from posviz.analysis.attention import attention, decoder_input
-from posviz.analysis.attention_offsets import OffsetProfile, scheme_by_offset
 from posviz.analysis.attention_budget import Window
+from posviz.analysis.attention_offsets import OffsetProfile, scheme_by_offset
 from posviz.analysis.attention_reading import AttentionReading, corpus_offsets, read_attention
 from posviz.analysis.generation import greedy_continuation, is_causal
 from posviz.analysis.input_representation import InputRepresentation, input_representation
@@ -31,7 +31,9 @@ from posviz.positions import PositionEncoding, sinusoidal
 from posviz.positions.sinusoid import reference_sinusoid
 from posviz.store import BUNDLED, ModelKey, ModelStore
 from posviz.tokenization import SentenceWords, encode, split_words
+from posviz.views import attention_offsets as offset_views
 from posviz.views import positions, probes
+from posviz.views.view import View
 
 
 @st.cache_resource(show_spinner=False)
@@ -145,6 +147,16 @@ def corpus_profile(key: ModelKey, tokens: int, windows: int) -> OffsetProfile:
     """:func:`posviz.analysis.attention_reading.corpus_offsets` over the probes' text
     (:data:`posviz.analysis.layer_probe.BUILTIN_TEXT`)."""
     return corpus_offsets(loaded_model(key), BUILTIN_TEXT, tokens=tokens, windows=windows)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def offset_overview(source: tuple, _profile: OffsetProfile, max_offset: int, stack: str) -> tuple[View, View]:
+    """The two views of every layer and head by offset (:func:`posviz.views.attention_offsets.offset_grid`,
+    :func:`~posviz.views.attention_offsets.sink_grid`) of a cached profile, built once: moving the layer or
+    head slider does not build them again (some 50 ms). ``source`` names the profile (the arguments of the
+    cached reading or corpus it comes from); the profile itself is not hashed."""
+    return (offset_views.offset_grid(_profile, max_offset=max_offset, stack=stack),
+            offset_views.sink_grid(_profile, stack=stack))
 
 
 @st.cache_data(show_spinner=False, max_entries=16)

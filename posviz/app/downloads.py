@@ -53,7 +53,7 @@ def show(view: View, *, model: str = "") -> None:
             st.plotly_chart(fig, theme=None, config=config, height="stretch")
     else:
         st.plotly_chart(fig, theme=None, config=config)
-    _download_row(view, model=model)
+    _download_row(view, fig, model=model)
     if view.caption:
         st.caption(view.caption)
 
@@ -62,11 +62,11 @@ def _as_slide(view_id: str) -> None:
     st.query_params["slide"] = view_id
 
 
-def _download_row(view: View, *, model: str = "") -> None:
-    """The download buttons of :func:`show`, in one row: files named ``<model>-<view stem>.<ext>``
-    (:func:`posviz.export.file_stem`: letters, digits, ``-``, ``.``, ``_``); keys from the view's stem,
-    numbered where two charts of a page share it."""
-    fig, stem, arrays = view.figure, view.stem, view.arrays
+def _download_row(view: View, fig, *, model: str = "") -> None:
+    """The download buttons of :func:`show`, in one row, for ``fig`` (the view's figure as shown):
+    files named ``<model>-<view stem>.<ext>`` (:func:`posviz.export.file_stem`: letters, digits, ``-``,
+    ``.``, ``_``); keys from the view's stem, numbered where two charts of a page share it."""
+    stem, arrays = view.stem, view.arrays
     name = export.file_stem(model, stem)
     browser = export.find_browser()
     buttons = [("SVG", f"{name}.svg", "image/svg+xml", lambda: export.figure_image(fig, "svg"),

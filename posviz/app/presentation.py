@@ -18,5 +18,6 @@ def presenting() -> bool:
 
 
 def styled(fig: go.Figure) -> go.Figure:
-    """The figure as this session shows it: for a projector in presentation mode, else unchanged."""
-    return for_presentation(fig) if presenting() else fig
+    """The figure as this session shows it: for a projector in presentation mode (on a copy: a figure
+    may be shared by every session, :func:`posviz.app.caches.offset_overview`), else unchanged."""
+    return for_presentation(go.Figure(fig)) if presenting() else fig

@@ -16,6 +16,7 @@ import html
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 
+import plotly.graph_objects as go
 import streamlit as st
 
 from posviz import export, settings
@@ -242,7 +243,8 @@ def draw(run: SlideRun, model: str, full_name: str, failure: str = "") -> None:
         with st.container(key="posviz-slide-charts"):
             places = st.columns(len(chosen)) if len(chosen) > 1 else [nullcontext()]
             for place, view in zip(places, chosen):
-                fig = for_slide(view.figure, len(chosen), heading=run.title)  # the heading names the model
+                # on a copy (a cached view is every session's); the heading names the model
+                fig = for_slide(go.Figure(view.figure), len(chosen), heading=run.title)
                 with place, (layout.proportional(aspect_of(fig)) if aspect_of(fig) else nullcontext()):
                     st.plotly_chart(fig, theme=None, height="stretch",
                                     config={**export.plotly_config(export.file_stem(model, view.stem)),
