@@ -307,8 +307,8 @@ def _tiles_layout(titles: tuple[str, ...], columns: int, notes: tuple[str, ...])
     axes = {}
     for suffix in [""] + [str(i + 1) for i in range(1, rows * columns)]:  # each y axis keeps its x axis's scale
         axes[f"xaxis{suffix}"] = dict(showticklabels=False, showgrid=False, constrain="domain")
-        axes[f"yaxis{suffix}"] = dict(showticklabels=False, showgrid=False, autorange="reversed",
-                                      scaleanchor=f"x{suffix}", constrain="domain")
+        axes[f"yaxis{suffix}"] = dict(showticklabels=False, showgrid=False, autorange="reversed",  # under its title
+                                      scaleanchor=f"x{suffix}", constrain="domain", constraintoward="top")
     fig.update_layout(**axes)
     layout = fig.layout.to_plotly_json()
     del layout["template"]
@@ -331,9 +331,12 @@ def _subplots(styled: go.Figure, **grid) -> go.Figure:
 def heads_grid(patterns: np.ndarray, title: str, zmax: float | None = None,
                summary: tuple[int, str] = (1, "mean")) -> go.Figure:
     """All attention heads of one layer, [heads, queries, keys] (or their block summaries, see
-    :func:`small_multiples`), as small multiples from 0 to ``zmax``."""
-    return small_multiples(patterns, [f"head {h}" for h in range(patterns.shape[0])], title, zmin=0, zmax=zmax,
-                           names=("query", "key"), summary=summary)
+    :func:`small_multiples`), as small multiples from 0 to ``zmax``: about as many columns as rows, at
+    most 4 (4 heads: 2 × 2, not one thin row under a tall colour bar)."""
+    heads = patterns.shape[0]
+    columns = min(4, max(2, math.ceil(math.sqrt(heads))))
+    return small_multiples(patterns, [f"head {h}" for h in range(heads)], title, zmin=0, zmax=zmax,
+                           names=("query", "key"), columns=columns, summary=summary)
 
 
 def _row_blocks(values: np.ndarray, block: int) -> np.ndarray:
