@@ -224,7 +224,9 @@ def test_bad_requests_say_what_exists(bundled_lm, tiny_lm):
         reading.read_attention(bundled_lm, "  ")
     assert budget.Window(-5, 900, 3, 2).clipped(10, 10) == budget.Window(0, 10, 3, 4)
     assert budget.Window(0, 900, 0, 900).clipped(1000, 1000, 256) == budget.Window(0, 256, 0, 256)
-    assert isinstance(OffsetProfile.empty(2, 3, 4).offsets, np.ndarray)
+    empty = OffsetProfile.empty(2, 3, 4)
+    np.testing.assert_array_equal(empty.offsets, np.arange(-3, 4))
+    assert empty.sums.shape == (2, 3, 7) and empty.inputs == 1 and empty.tokens == 4
 
 
 def _generated(folder, text, count):
