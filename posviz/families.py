@@ -179,6 +179,18 @@ FAMILIES: dict[str, Family | Callable[..., Family]] = {
     "mt5": _T5,
     "deberta-v2": Family((RelativeEmbeddingsSpec(),), token=("embeddings.word_embeddings",),
                          layernorm="embeddings.LayerNorm"),
+    # ---------------------------------------------------------------- schemes that differ by layer
+
+
+    # ---------------------------------------------------------------- vision towers
+
+
+    # ---------------------------------------------------------------- speech, and schemes of their own
+
+
+    # ---------------------------------------------------------------- more text families
+
+
 }
 
 
