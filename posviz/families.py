@@ -15,12 +15,14 @@ from torch import nn
 
 from posviz.hooks import Patch
 from posviz.positions.alibi import AlibiSpec, bloom_alibi, falcon_alibi, mpt_alibi
-from posviz.positions.base import PositionEncoding, PositionRemovalError, PositionSpec
+from posviz.positions.base import Layers, PositionEncoding, PositionRemovalError, PositionSpec
 from posviz.positions.learned import LearnedTableSpec, module_offset, padding_offset
 from posviz.positions.none import NoPositions, UnknownSpec
+from posviz.positions.nope import NoPESpec
 from posviz.positions.relative_bias import RelativeBiasSpec, mpnet_buckets, t5_buckets
 from posviz.positions.relative_embeddings import RelativeEmbeddingsSpec
 from posviz.positions.rotary import RotarySpec
+from posviz.positions.sinks import SinkLogitsSpec
 from posviz.positions.sinusoid import SinusoidSpec
 
 
@@ -76,8 +78,15 @@ class Family:
     def read(self, model: nn.Module, config, *, heads: int, max_tokens: int) -> list[PositionEncoding]:
         """Every positional component's encoding (:meth:`PositionSpec.read`); ``[NoPositions]``
         where none of the family's modules exists in this model."""
-        found = [spec.read(model, config, heads=heads, max_tokens=max_tokens) for spec in self.positions]
-        return [e for e in found if e is not None] or [NoPositions("", 0)]
+        found = []
+        for spec in self.positions:
+            if spec.layers and not spec.layers.of(config):
+                continue  # a per-layer component no layer of this config has
+            encoding = spec.read(model, config, heads=heads, max_tokens=max_tokens)
+            if encoding is not None:
+                encoding.layers = spec.layers.of(config) if spec.layers else None
+                found.append(encoding)
+        return found or [NoPositions("", 0)]
 
     def table_positions(self, model: nn.Module) -> int | None:
         """Positions the family's stored table holds, or None where it has none."""
@@ -101,6 +110,72 @@ class Family:
         return patches
 
 
+@dataclass(frozen=True)
+class LayerScheme:
+    """What gives one layer its positions, in a model that mixes schemes layer by layer (a column of
+    the Model page's layer strip).
+
+    Attributes
+    ----------
+    layer : int
+        0-based layer index.
+    components : tuple of str
+        The positional components acting on it (their names, or their schemes in words).
+    details : tuple of str
+        One per component: what sets it apart ("base 10 000"), or empty.
+    span : str
+        What the layer's attention sees: "full attention", "sliding window of 512 tokens",
+        "chunks of 8,192 tokens" (``config.layer_types``, ``sliding_window``, ``local_attention``,
+        ``attention_chunk_size``).
+    """
+
+    layer: int
+    components: tuple[str, ...]
+    details: tuple[str, ...]
+    span: str
+
+
+def attention_span(config, layer: int) -> str:
+    """What layer ``layer``'s attention sees, from ``config.layer_types`` (:attr:`LayerScheme.span`).
+
+    ModernBERT's window is ``local_attention`` tokens in all (half on each side); causal models'
+    ``sliding_window`` tokens back.
+    """
+    cfg = config.get_text_config()
+    kind = (getattr(cfg, "layer_types", None) or ["full_attention"] * (layer + 1))[layer]
+    if kind == "sliding_attention":
+        window = getattr(cfg, "local_attention", None) or getattr(cfg, "sliding_window", None)
+        return f"sliding window of {window:,} tokens" if window else "sliding window"
+    if kind == "chunked_attention" and getattr(cfg, "attention_chunk_size", None):
+        return f"chunks of {cfg.attention_chunk_size:,} tokens"
+    return kind.replace("_", " ")
+
+
+def layer_strip(encodings: list[PositionEncoding], config, num_layers: int) -> list[LayerScheme]:
+    """Layer -> positional components and attention span, for a model whose layers differ in either
+    (:attr:`PositionEncoding.layers`, :func:`attention_span`); empty where every layer is alike.
+
+    Parameters
+    ----------
+    encodings : list of PositionEncoding
+        The model's components (:meth:`Family.read`).
+    config : transformers.PretrainedConfig
+    num_layers : int
+
+    Returns
+    -------
+    list of LayerScheme
+        One per layer, or none.
+    """
+    strip = []
+    for layer in range(num_layers):
+        acting = [e for e in encodings if e.layers is None or layer in e.layers]
+        strip.append(LayerScheme(layer, tuple(e.component or e.label for e in acting),
+                                 tuple(e.layer_detail() for e in acting), attention_span(config, layer)))
+    alike = len({(s.components, s.details, s.span) for s in strip}) <= 1
+    return [] if alike else strip
+
+
 _BERT_NOTE = ("BERT (and MiniLM, distilled from it) was pre-trained on 128-token inputs for 90 % of the steps, "
               "then on 512: look for a change near position 128.")
 _BERT_LIKE = dict(token=("embeddings.word_embeddings",), segment="embeddings.token_type_embeddings",
@@ -115,6 +190,23 @@ _MARIAN = Family((SinusoidSpec("encoder.embed_positions", layout="halves"),), to
 _M2M = Family((SinusoidSpec("encoder.embed_positions", module_offset, "weights", layout="t2t"),),
               token=("encoder.embed_tokens",))
 _ROTARY = Family((RotarySpec(),), token=("embed_tokens", "embed_in", "word_embeddings"))
+_FULL, _SLIDING = Layers("layer_types", "full_attention"), Layers("layer_types", "sliding_attention")
+_ROPE_LAYERS, _NOPE_LAYERS = Layers("no_rope_layers", 1), Layers("no_rope_layers", 0)
+
+
+def _global_and_local(path: str = "rotary_emb") -> tuple[RotarySpec, RotarySpec]:
+    """One rotary module with a base per layer type: the global (full attention) and local (sliding
+    window) layers' (``rope_parameters[layer_type]``; Gemma 3, ModernBERT)."""
+    return (RotarySpec(path, layer_type="full_attention", layers=_FULL, component="global rotary"),
+            RotarySpec(path, layer_type="sliding_attention", layers=_SLIDING, component="local rotary"))
+
+
+def _rotary_and_nope(rotary: Layers, nope: Layers, path: str = "rotary_emb", **rotary_options) -> tuple:
+    """Rotary on some layers, no positional encoding (NoPE) on the others."""
+    return (RotarySpec(path, layers=rotary, component="rotary", **rotary_options),
+            NoPESpec(layers=nope, component="NoPE"))
+
+
 _T5 = Family((RelativeBiasSpec("encoder.block.0.layer.0.SelfAttention", t5_buckets, component="encoder"),
               RelativeBiasSpec("decoder.block.0.layer.0.SelfAttention", t5_buckets, component="decoder")),
              token=("encoder.embed_tokens",))
@@ -139,6 +231,12 @@ def _falcon(config) -> Family:
         return Family((AlibiSpec(falcon_alibi, "transformers.models.falcon.modeling_falcon.build_alibi_tensor"),),
                       token=("word_embeddings",))
     return _ROTARY
+
+
+def _deepseek_v3(config) -> Family:
+    """Rotary on the ``qk_rope_head_dim`` part of each head; pairs (2i, 2i + 1) where ``rope_interleave``."""
+    style = "interleaved" if getattr(config, "rope_interleave", False) else "rotate_half"
+    return Family((RotarySpec(style=style, head_dim="qk_head_dim"),), token=("embed_tokens",))
 
 
 #: model_type (``config.model_type``) -> Family, or a function of the config for the families whose
@@ -166,10 +264,10 @@ FAMILIES: dict[str, Family | Callable[..., Family]] = {
     "nllb-moe": _M2M,
     "whisper": Family((SinusoidSpec("encoder.embed_positions", layout="t2t"),)),
     **{name: _ROTARY for name in (
-        "llama", "mistral", "mixtral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text",
+        "llama", "mistral", "mixtral", "qwen2", "qwen3", "gemma", "gemma2",
         "gpt_neox", "phi", "phi3", "olmo", "olmo2", "stablelm", "cohere",
     )},
-    "gptj": Family((RotarySpec(style="interleaved"),), token=("wte",)),
+    "gptj": Family((RotarySpec(style="interleaved", output="sin_cos_half"),), token=("wte",)),
     "falcon": _falcon,
     "bloom": Family((AlibiSpec(bloom_alibi, "transformers.models.bloom.modeling_bloom.build_alibi_tensor"),),
                     token=("word_embeddings",), layernorm="word_embeddings_layernorm"),
@@ -180,6 +278,21 @@ FAMILIES: dict[str, Family | Callable[..., Family]] = {
     "deberta-v2": Family((RelativeEmbeddingsSpec(),), token=("embeddings.word_embeddings",),
                          layernorm="embeddings.LayerNorm"),
     # ---------------------------------------------------------------- schemes that differ by layer
+    "modernbert": Family(_global_and_local(), token=("embeddings.tok_embeddings",), layernorm="embeddings.norm"),
+    "gemma3_text": Family(_global_and_local(), token=("embed_tokens",)),
+    "gemma3": Family(_global_and_local("language_model.rotary_emb"), token=("language_model.embed_tokens",)),
+    "smollm3": Family(_rotary_and_nope(_ROPE_LAYERS, _NOPE_LAYERS), token=("embed_tokens",)),
+    "llama4_text": Family(_rotary_and_nope(_ROPE_LAYERS, _NOPE_LAYERS, style="interleaved", output="complex"),
+                          token=("embed_tokens",)),
+    "cohere2": Family(_rotary_and_nope(_SLIDING, _FULL), token=("embed_tokens",)),
+    "gpt_oss": Family((RotarySpec(output="cos_sin_half"), SinkLogitsSpec(component="attention sinks")),
+                      token=("embed_tokens",)),
+    **{name: Family((RotarySpec("language_model.rotary_emb", multimodal=True),),
+                    token=("language_model.embed_tokens",)) for name in ("qwen2_vl", "qwen2_5_vl")},
+    **{name: Family((RotarySpec(multimodal=True),), token=("embed_tokens",)) for name in ("qwen2_vl_text",)},
+    "deepseek_v2": Family((RotarySpec(style="interleaved", output="complex", head_dim="qk_head_dim"),),
+                          token=("embed_tokens",)),
+    "deepseek_v3": _deepseek_v3,
 
 
     # ---------------------------------------------------------------- vision towers

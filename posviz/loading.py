@@ -20,7 +20,7 @@ from transformers import (
 )
 
 from posviz import hub, settings
-from posviz.families import Family, family_of
+from posviz.families import Family, LayerScheme, family_of, layer_strip
 from posviz.positions import PositionEncoding
 from posviz.positions_only import load_positions
 from posviz.settings import human_bytes
@@ -173,6 +173,12 @@ class LoadedModel:
         0-based position p, the family offset removed).
         """
         return self.family.read(self.model, self.config, heads=self.num_heads, max_tokens=self.max_tokens)
+
+    @cached_property
+    def layer_strip(self) -> list[LayerScheme]:
+        """Layer -> positional components and attention span (:func:`posviz.families.layer_strip`), where
+        the model mixes them layer by layer (ModernBERT, Gemma 3, SmolLM3 …); empty where all layers are alike."""
+        return layer_strip(self.encodings, self.config, self.num_layers)
 
     def encoding(self, component: str = "") -> PositionEncoding:
         """The encoding of the positional component named ``component`` (:attr:`encodings`); the

@@ -10,7 +10,7 @@ relative embeddings (:mod:`~posviz.positions.relative_embeddings`) and none
 """
 
 from posviz.positions.alibi import AlibiBias
-from posviz.positions.base import PositionEncoding, PositionRemovalError, PositionSpec, Signature
+from posviz.positions.base import Layers, PositionEncoding, PositionRemovalError, PositionSpec, Signature
 from posviz.positions.learned import PositionEmbeddings
 from posviz.positions.none import NoPositions, UnknownPositions
 from posviz.positions.relative_bias import RelativeBias

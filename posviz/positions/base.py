@@ -37,6 +37,61 @@ class PositionRemovalError(ValueError):
 
 
 @dataclass(frozen=True)
+class Layers:
+    """Which layers a positional component acts on, read from a per-layer list of the config.
+
+    Models that mix schemes say so layer by layer: Gemma 3, ModernBERT and Cohere 2 with
+    ``config.layer_types`` ("sliding_attention" / "full_attention"), SmolLM3 and Llama 4 with
+    ``config.no_rope_layers`` (1: rotary, 0: none).
+
+    Attributes
+    ----------
+    key : str
+        The config attribute holding one value per layer.
+    value : str or int
+        The value that marks a layer as this component's.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> cfg = SimpleNamespace(no_rope_layers=[1, 1, 1, 0], get_text_config=lambda: cfg)
+    >>> Layers("no_rope_layers", 0).of(cfg)
+    (3,)
+    """
+
+    key: str
+    value: str | int
+
+    def of(self, config) -> tuple[int, ...]:
+        """The 0-based indices of the layers whose ``config.<key>`` entry equals :attr:`value`.
+
+        Raises
+        ------
+        ValueError
+            Where the config has no such per-layer list.
+        """
+        values = getattr(config.get_text_config(), self.key, None)
+        if values is None:
+            raise ValueError(f"The config has no per-layer list '{self.key}'.")
+        return tuple(i for i, v in enumerate(values) if v == self.value)
+
+
+def layer_list(layers: tuple[int, ...]) -> str:
+    """Layers in words, 0-based: "layer 3", "layers 0, 3 and 6", "8 layers (0, 3, 6 … 21)".
+
+    Examples
+    --------
+    >>> layer_list((3,)), layer_list((0, 3, 6)), layer_list(tuple(range(0, 24, 3)))
+    ('layer 3', 'layers 0, 3 and 6', '8 layers (0, 3, 6 … 21)')
+    """
+    if len(layers) == 1:
+        return f"layer {layers[0]}"
+    if len(layers) <= 4:
+        return "layers " + ", ".join(map(str, layers[:-1])) + f" and {layers[-1]}"
+    return f"{len(layers)} layers ({', '.join(map(str, layers[:3]))} … {layers[-1]})"
+
+
+@dataclass(frozen=True)
 class Signature:
     """The figure that characterises one positional component at a glance (the Model page's).
 
@@ -86,7 +141,10 @@ class PositionEncoding(ABC):
         The label of row 0 on figures (negative for relative positions).
     component : str
         Which part of the model, where it has several (T5: "encoder", "decoder"; MPNet:
-        "absolute table", "relative bias"); empty otherwise.
+        "absolute table", "relative bias"; Gemma 3: "global rotary", "local rotary"); empty otherwise.
+    layers : tuple of int or None
+        The 0-based layers it acts on, where a model mixes schemes layer by layer
+        (:class:`Layers`); None: every layer.
     """
 
     source: str
@@ -95,6 +153,7 @@ class PositionEncoding(ABC):
     axis_label: str = field(default="position", kw_only=True)
     first_label: int = field(default=0, kw_only=True)
     component: str = field(default="", kw_only=True)
+    layers: tuple[int, ...] | None = field(default=None, kw_only=True)
 
     #: Short name of the scheme (``"learned_absolute"``, ``"rotary"`` …): for tests and file names.
     scheme: ClassVar[str] = ""
@@ -153,13 +212,25 @@ class PositionEncoding(ABC):
         return int(self.vectors(np.array([0])).shape[-1])
 
     @property
-    def bands(self) -> tuple[slice, ...]:
-        """Frequency bands the vectors split into (rotary), fastest first; empty for other schemes."""
+    def bands(self) -> tuple[slice | np.ndarray, ...]:
+        """Frequency bands the vectors split into (rotary), fastest first (slices, or index arrays);
+        empty for other schemes."""
         return ()
+
+    @property
+    def band_names(self) -> tuple[str, ...]:
+        """What each of :attr:`bands` is called on figures: "band 1 (fastest)" … "band k (slowest)"."""
+        last = len(self.bands) - 1
+        return tuple(f"band {b + 1}" + (" (fastest)" if b == 0 else " (slowest)" if b == last else "")
+                     for b in range(last + 1))
 
     def signature(self) -> Signature | None:
         """The Model page's figure of this component; None where there is nothing to draw."""
         return None
+
+    def layer_detail(self) -> str:
+        """What sets this component apart on a layer strip ("base 10 000, linear × 8"); empty by default."""
+        return ""
 
 
 @dataclass(frozen=True)
@@ -173,9 +244,12 @@ class PositionSpec(ABC):
     ----------
     component : str
         Its name where a family has several (T5: "encoder", "decoder"); empty otherwise.
+    layers : Layers or None
+        The layers it acts on where the family mixes schemes layer by layer; None: every layer.
     """
 
     component: str = field(default="", kw_only=True)
+    layers: Layers | None = field(default=None, kw_only=True)
 
     #: The class of what :meth:`read` returns: gives the scheme's name and label.
     encoding: ClassVar[type[PositionEncoding]]

@@ -10,12 +10,30 @@ import torch
 from torch import nn
 
 from posviz.hooks import Patch, resolve
-from posviz.positions.base import PositionEncoding, PositionSpec, Signature
+from posviz.positions.base import PositionEncoding, PositionSpec, Signature, layer_list
 
 #: Rotary frequencies are shown in this many bands, fastest first.
 BANDS = 4
 
 _PAIRS = {"rotate_half": "(i, i + d/2), Llama's rotate_half", "interleaved": "(2i, 2i + 1), GPT-J's rotate_every_two"}
+
+#: What a rotary module's forward returns, by name (:attr:`RotarySpec.output`): ``"cos_sin"`` cos and
+#: sin of ``cat(pθ, pθ)`` (Llama and most); ``"cos_sin_half"`` cos and sin of ``pθ`` (GPT-OSS);
+#: ``"sin_cos_half"`` sin and cos of ``pθ`` (GPT-J); ``"complex"`` ``exp(i·pθ)`` times the scaling (Llama 4).
+OUTPUTS = ("cos_sin", "cos_sin_half", "sin_cos_half", "complex")
+
+
+def _halves(out, output: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos and sin of ``p·θ_i``, [..., rotary_dim / 2] each, from a rotary module's output."""
+    if output == "complex":
+        return out.real, out.imag
+    if output == "sin_cos_half":
+        return out[1], out[0]
+    cos, sin = out
+    if output == "cos_sin":
+        half = cos.shape[-1] // 2
+        cos, sin = cos[..., :half], sin[..., :half]
+    return cos, sin
 
 
 @dataclass
@@ -35,19 +53,31 @@ class RotaryEncoding(PositionEncoding):
     style : {"rotate_half", "interleaved"}
         Pairs (i, i + d/2) as in Llama's ``rotate_half``, or (2i, 2i + 1) as in GPT-J's
         ``rotate_every_two``.
+    output : str
+        What the module's forward returns (:data:`OUTPUTS`).
+    layer_type : str or None
+        The layer type passed to the module's forward, where it keeps one set of frequencies per
+        layer type (Gemma 3, ModernBERT: ``"full_attention"``, ``"sliding_attention"``).
     head_dim : int
         Dimensions per head; the rotation covers ``rotary_dim`` of them.
     theta : float or None
         The base from the config (``rope_parameters["rope_theta"]``), for the description.
     rope_type : str
         The module's ``rope_type`` (``"default"``, ``"linear"``, ``"llama3"``, ``"yarn"`` …).
+    multimodal : bool
+        Multimodal rotary (M-RoPE, Qwen2-VL: Wang et al. 2024): the module takes temporal, height and
+        width position ids, each turning its own section of the frequencies; for text the three are
+        equal and it is ordinary rotary. Its :attr:`bands` are then those sections.
     """
 
     module: nn.Module = field(default=None, repr=False)
     style: str = "rotate_half"
+    output: str = "cos_sin"
+    layer_type: str | None = None
     head_dim: int = 0
     theta: float | None = None
     rope_type: str = "default"
+    multimodal: bool = False
 
     scheme: ClassVar[str] = "rotary"
     label: ClassVar[str] = "rotary position embedding (RoPE)"
@@ -62,18 +92,17 @@ class RotaryEncoding(PositionEncoding):
         "The rotary kernel K(m, n) = Σ_i cos((m − n)·θ_i) is the Gram matrix of the sinusoid of width {width} with "
         "the same frequencies: with base 10 000 and no scaling the two are equal.")
 
-    def _cos_sin(self, positions: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
-        """cos and sin of ``p·θ_i`` for each position, float32 [n, rotary_dim / 2] each."""
+    def _cos_sin(self, positions: np.ndarray, axes: np.ndarray | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos and sin of ``p·θ_i`` for each position, float32 [n, rotary_dim / 2] each; with ``axes``
+        (M-RoPE: [3] factors), the temporal, height and width ids are ``positions`` times each factor."""
         device = next(self.module.buffers()).device
         ids = torch.as_tensor(np.asarray(positions), dtype=torch.long, device=device)[None, :]
+        if axes is not None:
+            ids = torch.as_tensor(np.asarray(axes), dtype=torch.long, device=device)[:, None, None] * ids
         probe = torch.zeros(1, dtype=torch.float32, device=device)
+        extra = () if self.layer_type is None else (self.layer_type,)
         with torch.no_grad():
-            if self.style == "interleaved":  # GPTJRotaryEmbedding returns (sin, cos), half width each
-                sin, cos = self.module(probe, ids)
-            else:  # LlamaRotaryEmbedding & co. return (cos, sin) of cat(freqs, freqs)
-                cos, sin = self.module(probe, ids)
-                half = cos.shape[-1] // 2
-                cos, sin = cos[..., :half], sin[..., :half]
+            cos, sin = _halves(self.module(probe, ids, *extra), self.output)
         return cos[0].to(torch.float32), sin[0].to(torch.float32)
 
     @property
@@ -91,21 +120,36 @@ class RotaryEncoding(PositionEncoding):
     def metric_label(self, metric: str) -> str:
         return "cosine" if metric == "cosine" else "K(m, n)"
 
-    def vectors(self, positions: np.ndarray, band: slice | None = None) -> torch.Tensor:
+    def vectors(self, positions: np.ndarray, band: slice | np.ndarray | None = None) -> torch.Tensor:
         """Rotation features ``[cos(p·θ_i), sin(p·θ_i)]``, float32 [n, 2·k] for the k frequencies
         in ``band`` (all by default); their dot products are the kernel restricted to the band."""
         cos, sin = self._cos_sin(positions)
         if band is not None:
-            cos, sin = cos[:, band], sin[:, band]
+            index = band if isinstance(band, slice) else torch.as_tensor(band, device=cos.device)
+            cos, sin = cos[:, index], sin[:, index]
         return torch.cat([cos, sin], dim=-1)
 
     @property
-    def bands(self) -> tuple[slice, ...]:
-        """:data:`BANDS` slices of the frequencies, fastest first."""
+    def bands(self) -> tuple[slice | np.ndarray, ...]:
+        """:data:`BANDS` slices of the frequencies, fastest first; for M-RoPE the indices of the
+        frequencies each of the temporal, height and width ids turns (read from the module: the
+        pairs a unit step of that id alone rotates)."""
+        if self.multimodal:
+            steps = [self._cos_sin(np.array([1]), axes=np.eye(3, dtype=int)[a])[1][0].cpu().numpy()
+                     for a in range(3)]
+            return tuple(np.flatnonzero(step != 0) for step in steps)
         edges = np.linspace(0, self.rotary_dim // 2, BANDS + 1).round().astype(int)
         return tuple(slice(int(a), int(b)) for a, b in zip(edges, edges[1:]))
 
-    def kernel_by_offset(self, offsets: np.ndarray, band: slice | None = None) -> np.ndarray:
+    @property
+    def band_names(self) -> tuple[str, ...]:
+        """What each of :attr:`bands` is called on figures."""
+        if self.multimodal:
+            return tuple(f"{axis} section ({len(band)} pair{'' if len(band) == 1 else 's'})" for axis, band in
+                         zip(("temporal", "height", "width"), self.bands))
+        return super().band_names
+
+    def kernel_by_offset(self, offsets: np.ndarray, band: slice | np.ndarray | None = None) -> np.ndarray:
         """``K(0, k)`` for each offset k (the kernel depends on the offset only), float32
         [len(offsets)], over all frequencies or one band."""
         features = self.vectors(np.concatenate([[0], np.asarray(offsets)]), band=band)
@@ -116,11 +160,19 @@ class RotaryEncoding(PositionEncoding):
         partial = (f"the first {self.rotary_dim} of {self.head_dim} dimensions per head"
                    if self.head_dim and self.rotary_dim < self.head_dim
                    else f"all {self.rotary_dim} dimensions per head")
+        where = (f"of {layer_list(self.layers)}" if self.layers is not None else "of every layer")
+        multimodal = (" The position ids are three (temporal, height, width; M-RoPE, Wang et al. 2024, Qwen2-VL), "
+                      "each turning its own section of the frequencies; for text they are equal and the rotation "
+                      "is ordinary rotary." if self.multimodal else "")
         return (f"Rotary position embedding (Su et al., RoFormer, 2021): no vector is added to the input; "
-                f"queries and keys of every layer are rotated by p·θ_i in pairs {_PAIRS[self.style]}, over {partial}; "
+                f"queries and keys {where} are rotated by p·θ_i in pairs {_PAIRS[self.style]}, over {partial}; "
                 f"{base}, scaling '{self.rope_type}'. The score of query m and key n then depends on m − n only "
                 "through the rotations; with content removed it is the kernel K(m, n) = Σ_i cos((m − n)·θ_i), "
-                f"shown here. Values come from `{self.source}` ({type(self.module).__name__}).")
+                f"shown here.{multimodal} Values come from `{self.source}` ({type(self.module).__name__}).")
+
+    def layer_detail(self) -> str:
+        base = f"base {self.theta:,.0f}" if self.theta else "the module's frequencies"
+        return base + ("" if self.rope_type == "default" else f", {self.rope_type} scaling")
 
     def signature(self) -> Signature:
         theta = self.frequencies
@@ -130,16 +182,14 @@ class RotaryEncoding(PositionEncoding):
                                  f"(a full turn every {2 * np.pi / theta[-1]:,.0f} positions).")
 
 
-def _identity(style: str) -> Callable:
-    """The transform of a rotary module's output to cos = 1, sin = 0, so that
+def _identity(output: str) -> Callable:
+    """The transform of a rotary module's output (:data:`OUTPUTS`) to cos = 1, sin = 0, so that
     ``q·cos + rotate(q)·sin = q`` (no rotation)."""
-
-    def identity(cos, sin):
-        return torch.ones_like(cos), torch.zeros_like(sin)
-
-    if style == "interleaved":  # GPTJRotaryEmbedding returns (sin, cos)
-        return lambda out: tuple(reversed(identity(out[1], out[0])))
-    return lambda out: identity(out[0], out[1])  # LlamaRotaryEmbedding & co. return (cos, sin)
+    if output == "complex":
+        return lambda out: torch.ones_like(out)
+    if output == "sin_cos_half":
+        return lambda out: (torch.zeros_like(out[0]), torch.ones_like(out[1]))
+    return lambda out: (torch.ones_like(out[0]), torch.zeros_like(out[1]))
 
 
 @dataclass(frozen=True)
@@ -152,10 +202,24 @@ class RotarySpec(PositionSpec):
         Path of the rotary module below the base model.
     style : {"rotate_half", "interleaved"}
         How the family pairs dimensions (:attr:`RotaryEncoding.style`).
+    output : str
+        What the module's forward returns (:data:`OUTPUTS`).
+    layer_type : str or None
+        The layer type the module's forward takes, where it has one set of frequencies per type
+        (its base from ``rope_parameters[layer_type]``).
+    head_dim : str
+        The config attribute of the dimensions per head (``"qk_head_dim"`` for DeepSeek's latent
+        attention, whose rotation covers only ``qk_rope_head_dim`` of them).
+    multimodal : bool
+        M-RoPE (:attr:`RotaryEncoding.multimodal`).
     """
 
     path: str = "rotary_emb"
     style: str = "rotate_half"
+    output: str = "cos_sin"
+    layer_type: str | None = None
+    head_dim: str = "head_dim"
+    multimodal: bool = False
 
     encoding: ClassVar[type[PositionEncoding]] = RotaryEncoding
 
@@ -165,10 +229,14 @@ class RotarySpec(PositionSpec):
             return None
         cfg = config.get_text_config()
         rope = getattr(cfg, "rope_parameters", None) or {}
-        head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
-        return RotaryEncoding(self.path, max_tokens, module=module, style=self.style, head_dim=int(head_dim),
-                              theta=rope.get("rope_theta"),
-                              rope_type=getattr(module, "rope_type", rope.get("rope_type", "default")),
+        rope_type = getattr(module, "rope_type", None)
+        if self.layer_type is not None:
+            rope = rope.get(self.layer_type) or {}
+            rope_type = (rope_type or {}).get(self.layer_type)
+        head_dim = getattr(cfg, self.head_dim, None) or cfg.hidden_size // heads
+        return RotaryEncoding(self.path, max_tokens, module=module, style=self.style, output=self.output,
+                              layer_type=self.layer_type, head_dim=int(head_dim), theta=rope.get("rope_theta"),
+                              rope_type=rope_type or rope.get("rope_type", "default"), multimodal=self.multimodal,
                               component=self.component)
 
     def modules(self) -> tuple[str, ...]:
@@ -178,4 +246,4 @@ class RotarySpec(PositionSpec):
         module = resolve(model, self.path)
         if module is None:
             return []
-        return [Patch(f"`{self.path}` returns cos = 1, sin = 0 (no rotation)", module, _identity(self.style))]
+        return [Patch(f"`{self.path}` returns cos = 1, sin = 0 (no rotation)", module, _identity(self.output))]

@@ -663,3 +663,29 @@ def line_panels(panels: dict[str, tuple[np.ndarray, dict[str, np.ndarray]]], tit
         fig.update_yaxes(title=ylabels[i], row=1, col=i + 1)
     legend_below(fig)
     return fig
+
+
+def layer_strip_figure(rows: list[str], member: np.ndarray, hover: list[list[str]], title: str) -> go.Figure:
+    """Which rows (positional components, attention spans) act on which layer: one coloured strip per row.
+
+    Parameters
+    ----------
+    rows : list of str
+        Row names, top first.
+    member : np.ndarray
+        bool [rows, layers]: True where the row acts on the layer.
+    hover : list of list of str
+        [rows][layers] text shown on hover.
+    title : str
+    """
+    fig = new_figure(title, height=110 + 46 * len(rows))
+    layers = np.arange(member.shape[1])
+    for r, name in enumerate(rows):
+        colour = QUALITATIVE[r % len(QUALITATIVE)]
+        fig.add_trace(go.Heatmap(
+            z=np.where(member[r], 1.0, np.nan)[None, :].astype(np.float32), x=layers, y=[name],
+            text=[hover[r]], hovertemplate="%{text}<extra></extra>", showscale=False,
+            colorscale=[[0, colour], [1, colour]], xgap=2, ygap=4))
+    fig.update_xaxes(title="layer", dtick=1 if member.shape[1] <= 32 else None)
+    fig.update_yaxes(autorange="reversed")
+    return fig

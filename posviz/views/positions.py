@@ -13,6 +13,7 @@ import numpy as np
 
 from posviz.analysis.projection import ProjectionFallback, project, projection_method
 from posviz.analysis.similarity import PositionMatrix, position_matrix, row_profile, sample_positions
+from posviz.families import LayerScheme
 from posviz.positions import PositionEncoding
 from posviz.views import figures
 from posviz.views.limits import MAX_POSITIONS, PROFILE_Q, max_positions
@@ -164,11 +165,9 @@ def kernel_bands(encoding: PositionEncoding, span: int) -> View:
         Arrays: ``kernel`` [1 + bands, offsets] (all frequencies first), ``offsets``.
     """
     offsets, step = sample_positions(0, span, MAX_POSITIONS)
-    last = len(encoding.bands) - 1
-    names = [f"band {b + 1}" + (" (fastest)" if b == 0 else " (slowest)" if b == last else "")
-             for b in range(len(encoding.bands))]
     series = {"all frequencies": encoding.kernel_by_offset(offsets),
-              **{name: encoding.kernel_by_offset(offsets, band) for name, band in zip(names, encoding.bands)}}
+              **{name: encoding.kernel_by_offset(offsets, band)
+                 for name, band in zip(encoding.band_names, encoding.bands)}}
     title = "K(m, m + k) against the offset k" + (f" (every {figures.ordinal(step)})" if step > 1 else "")
     fig = figures.line_figure(series, title, "offset k", "K", x=offsets)
     return View(fig, title, {"kernel": np.stack(list(series.values())), "offsets": offsets},
@@ -283,3 +282,33 @@ def projection(coords: np.ndarray, positions: np.ndarray, vector_name: str, *, m
     return View(fig, title, {"coords": coords, "positions": positions},
                 (f"{fallback} " if fallback else "") + "Each point is one position's vector; hover to see the "
                 "position. " + how)
+
+
+@view_id("layer-strip")
+def layer_strip(strip: list[LayerScheme]) -> View:
+    """The layer strip of a model that mixes positional schemes (or attention spans) layer by layer.
+
+    Parameters
+    ----------
+    strip : list of LayerScheme
+        One per layer (:attr:`posviz.LoadedModel.layer_strip`), not empty.
+
+    Returns
+    -------
+    View
+        One row per positional component and per attention span, coloured where it acts on the
+        layer; hover gives the component's detail (rotary base) and the span. Arrays: ``acts``
+        (bool [rows, layers]), ``rows`` (their names), ``layers``.
+    """
+    components = list(dict.fromkeys(c for s in strip for c in s.components))
+    spans = list(dict.fromkeys(s.span for s in strip))
+    rows = components + (spans if len(spans) > 1 else [])
+    member = np.array([[row in s.components or row == s.span for s in strip] for row in rows])
+    hover = [[f"layer {s.layer} · {row}" + "".join(f" · {d}" for c, d in zip(s.components, s.details)
+                                                   if c == row and d) + f"<br>{s.span}" for s in strip]
+             for row in rows]
+    title = f"Positional scheme of each layer ({len(strip)} layers)"
+    counts = "; ".join(f"{row}: {int(m.sum())}" for row, m in zip(rows, member))
+    return View(figures.layer_strip_figure(rows, member, hover, title), title,
+                {"acts": member, "rows": np.array(rows), "layers": np.arange(len(strip))},
+                f"Layers per row: {counts}. Hover a cell for the rotary base and what the layer's attention sees.")
