@@ -34,7 +34,7 @@ st.markdown(f"**Positional scheme:** {lm.scheme_label}")
 
 for encoding in lm.encodings:
     if encoding.component:
-        st.subheader(encoding.component.capitalize())
+        st.subheader(encoding.component[:1].upper() + encoding.component[1:])  # "1-D positions" stays so
     explain(encoding)
     view = positions.signature(encoding)
     if view is not None:
