@@ -16,8 +16,12 @@ import posviz
 from posviz.analysis.similarity import block_mean
 from posviz.app.widgets import DEFAULT_TEXT, DEFAULT_TEXT_PAIR
 from posviz.hooks import resolve
-from tests.support.apptest import apptest_like_browser  # noqa: F401  the autouse AppTest shims
-from tests.support.apptest import arr, figures, title_text
+from tests.support.apptest import (
+    apptest_like_browser,  # noqa: F401  the autouse AppTest shims
+    arr,
+    figures,
+    title_text,
+)
 from tests.test_app_schemes import assert_explained, open_scheme, traces_by_name
 
 FAMILIES = ["longformer", "gpt_neo", "layoutlm", "codegen"]
@@ -82,7 +86,7 @@ def _check_table_similarity(at, enc, q: int | None = None) -> None:
     n = enc.num_positions
     heat, profile, table = figures(at)
     g = posviz.similarity(enc.matrix, "dot")
-    expected, block = block_mean(g, 512)
+    expected, _ = block_mean(g, 512)
     np.testing.assert_allclose(arr(heat["data"][0]["z"]), expected, rtol=1e-5, atol=1e-5)
     assert title_text(heat).startswith(f"P·Pᵀ, {enc.axis_label}s 0–{n - 1}")
     assert at.number_input(key="q").value == (min(128, n - 1) if q is None else q)

@@ -187,7 +187,7 @@ def test_deberta_without_relative_attention_has_the_table_only():
 def test_layoutlm_box_tables_are_what_its_forward_adds(tiny_lm, reference):
     """Each box component is its table (1024 coordinates, none skipped); for a given box the model's
     own x/y/h/w modules output exactly those rows."""
-    model, tok = reference("layoutlm")
+    model, _ = reference("layoutlm")
     lm = tiny_lm("layoutlm")
     first, *boxes = lm.encodings
     assert first.component == "1-D positions" and type(first) is posviz.PositionEmbeddings

@@ -66,11 +66,11 @@ class BoxTableSpec(LearnedTableSpec):
     encoding: ClassVar[type[PositionEncoding]] = BoxEmbeddings
 
     @property
-    def input_path(self) -> None:
+    def input_path(self) -> str | None:
         """None: the Input page's position vector is the 1-D table's."""
         return None
 
-    def table_positions(self, model: nn.Module) -> None:
+    def table_positions(self, model: nn.Module) -> int | None:
         """None: the rows are coordinates, which do not limit the number of tokens."""
         return None
 

@@ -31,8 +31,9 @@ from transformers import (
 
 from tests.support.tiny_models import VOCAB, Family
 
-_SMALL = dict(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64)
-_IDS = dict(pad_token_id=0, bos_token_id=101, eos_token_id=102)
+_SMALL = {"vocab_size": VOCAB, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4,
+          "intermediate_size": 64}
+_IDS = {"pad_token_id": 0, "bos_token_id": 101, "eos_token_id": 102}
 _EMB = "embeddings."
 
 
