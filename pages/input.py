@@ -37,6 +37,10 @@ if not adds_positions:
 with st.spinner("Running the embedding layer …"):
     emb = caches.input_parts(key, text, text_pair)
 truncation_notice(emb.truncated, lm, paired=bool(text_pair))
+if emb.other is not None:
+    st.caption(f"**other**: what {lm.model_type} adds besides the token, segment and position vectors (what its "
+               "embedding LayerNorm receives, less their sum): LayoutLM's box embeddings for the default box "
+               "(0, 0, 0, 0), ERNIE 3's task embedding.")
 
 show(views.part_norms(emb))
 part = st.radio("Vectors", list(emb.parts), horizontal=True, **url("part"))

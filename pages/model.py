@@ -37,7 +37,7 @@ if lm.layer_strip:
 
 for encoding in lm.encodings:
     if encoding.component:
-        st.subheader(encoding.component.capitalize())
+        st.subheader(encoding.component[:1].upper() + encoding.component[1:])  # "1-D positions" stays so
     explain(encoding)
     view = positions.signature(encoding)
     if view is not None:

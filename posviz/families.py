@@ -8,6 +8,7 @@ family keeps its positions" in ``docs/references.md``).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Callable
 
@@ -16,14 +17,16 @@ from torch import nn
 from posviz.hooks import Patch
 from posviz.positions.alibi import AlibiSpec, bloom_alibi, falcon_alibi, mpt_alibi
 from posviz.positions.base import Layers, PositionEncoding, PositionRemovalError, PositionSpec
+from posviz.positions.box import BoxTableSpec
 from posviz.positions.learned import LearnedTableSpec, module_offset, padding_offset
-from posviz.positions.none import NoPositions, UnknownSpec
+from posviz.positions.none import NoPositions, NoPositionsSpec, UnknownSpec
 from posviz.positions.nope import NoPESpec
 from posviz.positions.relative_bias import RelativeBiasSpec, mpnet_buckets, t5_buckets
 from posviz.positions.relative_embeddings import RelativeEmbeddingsSpec
 from posviz.positions.rotary import RotarySpec
 from posviz.positions.sinks import SinkLogitsSpec
 from posviz.positions.sinusoid import SinusoidSpec
+from posviz.positions.unshown import ForwardBuiltSpec
 
 
 @dataclass(frozen=True)
@@ -189,6 +192,53 @@ _MARIAN = Family((SinusoidSpec("encoder.embed_positions", layout="halves"),), to
                  token_scale="encoder.embed_scale")
 _M2M = Family((SinusoidSpec("encoder.embed_positions", module_offset, "weights", layout="t2t"),),
               token=("encoder.embed_tokens",))
+
+
+# ---------------------------------------------------------------- more text families: helpers
+_LONGFORMER_NOTE = ("Longformer's 4 098 rows were initialised by copying RoBERTa's 512 rows eight times: look for a "
+                    "tiling of the similarity every 512 positions.")
+_BOX = "embeddings.{}_position_embeddings"
+_LAYOUTLM = Family((LearnedTableSpec("embeddings.position_embeddings", component="1-D positions"),
+                    BoxTableSpec(_BOX.format("x"), indexed_by="the left edge x0 (and again the right edge x1) of the "
+                                 "token's box", component="box x (x0, x1)"),
+                    BoxTableSpec(_BOX.format("y"), indexed_by="the top edge y0 (and again the bottom edge y1) of the "
+                                 "token's box", component="box y (y0, y1)"),
+                    BoxTableSpec(_BOX.format("h"), indexed_by="the height y1 − y0 of the token's box",
+                                 component="box height"),
+                    BoxTableSpec(_BOX.format("w"), indexed_by="the width x1 − x0 of the token's box",
+                                 component="box width")),
+                   **_BERT_LIKE)
+_FUNNEL = Family((ForwardBuiltSpec(
+    source="transformers.models.funnel.modeling_funnel.FunnelAttentionStructure.get_position_embeds",
+    text=("Funnel Transformer (Dai et al., 2020) adds no position to its input and stores no position table: its "
+          "relative positional attention is built in every forward pass by "
+          "`transformers.models.funnel.modeling_funnel.FunnelAttentionStructure.get_position_embeds`, a sinusoid of "
+          "the relative positions (−2n … 2n − 1, or the factorized φ, π, ψ, ω of appendix A.2.2 where "
+          "attention_type is \"factorized\"), re-gathered for the pooled positions of each block and projected "
+          "by each layer's `r_kernel` with the biases `r_r_bias` (Transformer-XL style). posviz does not show "
+          "it: there is no module whose values it could read, only the formula.")),),
+                 token=("embeddings.word_embeddings",), layernorm="embeddings.layer_norm")
+
+
+def _big_bird(config) -> Family:
+    if getattr(config, "rescale_embeddings", False):  # tokens scaled by sqrt(hidden) inside the forward, no module
+        return Family((LearnedTableSpec("embeddings.position_embeddings"),))
+    return _BERT_ARCHITECTURE
+
+
+def _deberta(config) -> Family:
+    relative = ((RelativeEmbeddingsSpec(layernorm=None, component="relative embeddings"),)
+                if config.relative_attention else ())
+    absolute = ((LearnedTableSpec("embeddings.position_embeddings", component="absolute table"),)
+                if getattr(config, "position_biased_input", True) else ())
+    specs = absolute + relative
+    if len(specs) == 1:
+        specs = (dataclasses.replace(specs[0], component=""),)
+    segment = _BERT_LIKE["segment"] if config.type_vocab_size > 0 else None  # DebertaEmbeddings: None for 0 types
+    return Family(specs or (NoPositionsSpec(),), **{**_BERT_LIKE, "segment": segment})
+# ---------------------------------------------------------------- (end of the more text families' helpers)
+
+
 _ROTARY = Family((RotarySpec(),), token=("embed_tokens", "embed_in", "word_embeddings"))
 _FULL, _SLIDING = Layers("layer_types", "full_attention"), Layers("layer_types", "sliding_attention")
 _ROPE_LAYERS, _NOPE_LAYERS = Layers("no_rope_layers", 1), Layers("no_rope_layers", 0)
@@ -302,6 +352,29 @@ FAMILIES: dict[str, Family | Callable[..., Family]] = {
 
 
     # ---------------------------------------------------------------- more text families
+    "longformer": Family((LearnedTableSpec("embeddings.position_embeddings", padding_offset, note=_LONGFORMER_NOTE),),
+                         **_BERT_LIKE),
+    "big_bird": _big_bird,
+    "led": Family((LearnedTableSpec("encoder.embed_positions"),), token=("encoder.embed_tokens",),
+                  layernorm="encoder.layernorm_embedding"),
+    "deberta": _deberta,
+    "layoutlm": _LAYOUTLM,
+    "gpt_neo": Family((LearnedTableSpec("wpe"),), token=("wte",)),
+    "gpt_bigcode": Family((LearnedTableSpec("wpe"),), token=("wte",)),
+    "codegen": Family((RotarySpec(style="interleaved"),), token=("wte",)),
+    "openai-gpt": Family((LearnedTableSpec("positions_embed"),), token=("tokens_embed",)),
+    "biogpt": Family((LearnedTableSpec("embed_positions", module_offset),), token=("embed_tokens",)),
+    "funnel": _FUNNEL,
+    "convbert": _BERT_ARCHITECTURE,
+    "mobilebert": Family((LearnedTableSpec("embeddings.position_embeddings"),),
+                         **{**_BERT_LIKE, "token": ("embeddings.embedding_transformation",)}),
+    "squeezebert": _BERT_ARCHITECTURE,
+    "megatron-bert": Family((LearnedTableSpec("embeddings.position_embeddings"),),
+                            **{**_BERT_LIKE, "layernorm": None}),
+    "ernie": _BERT_ARCHITECTURE,
+    "bert-generation": Family((LearnedTableSpec("embeddings.position_embeddings"),), token=("embeddings.word_embeddings",),
+                              layernorm="embeddings.LayerNorm"),
+    "data2vec-text": _ROBERTA,
 
 
 }

@@ -64,7 +64,7 @@ class Patch:
 
 @contextmanager
 def hooked(capture: Mapping[str, nn.Module] | None = None,
-           patches: Sequence[Patch] = ()) -> Iterator[dict[str, Any]]:
+           patches: Sequence[Patch] = (), inputs: Mapping[str, nn.Module] | None = None) -> Iterator[dict[str, Any]]:
     """Forward hooks on a model's own modules for the duration of a ``with`` block.
 
     Patches are registered first, so a module that is both patched and captured is recorded as
@@ -77,11 +77,14 @@ def hooked(capture: Mapping[str, nn.Module] | None = None,
         [batch, n, d], or whatever the module returns).
     patches : sequence of Patch
         Outputs to replace.
+    inputs : mapping of str to nn.Module, optional
+        Name -> module whose first input in the block (its first positional argument, e.g. what
+        an embedding LayerNorm receives) is recorded under that name.
 
     Yields
     ------
     dict of str to object
-        The recorded outputs, filled as the forward passes inside the block run.
+        The recorded outputs and inputs, filled as the forward passes inside the block run.
 
     Notes
     -----
@@ -103,12 +106,20 @@ def hooked(capture: Mapping[str, nn.Module] | None = None,
                 captured.setdefault(name, output)
         return hook
 
+    def recording_input(name: str):
+        def hook(_module, args):
+            if threading.get_ident() == owner and args:
+                captured.setdefault(name, args[0])
+        return hook
+
     handles = []
     try:
         for patch in patches:
             handles.append(patch.module.register_forward_hook(patching(patch.transform)))
         for name, module in (capture or {}).items():
             handles.append(module.register_forward_hook(recording(name)))
+        for name, module in (inputs or {}).items():
+            handles.append(module.register_forward_pre_hook(recording_input(name)))
         yield captured
     finally:
         for handle in handles:

@@ -1,4 +1,4 @@
-"""Relative position embeddings: a vector per relative-position bucket (DeBERTa v2/v3).
+"""Relative position embeddings: a vector per relative position (DeBERTa v1) or bucket (DeBERTa v2/v3).
 
 He et al., "DeBERTa: Decoding-enhanced BERT with Disentangled Attention" (ICLR 2021).
 """
@@ -20,10 +20,11 @@ from posviz.positions.base import PositionEncoding, PositionRemovalError, Positi
 class RelativeEmbeddings(PositionEncoding):
     """DeBERTa's relative position embeddings: a vector per relative-position bucket.
 
-    DeBERTa adds no position to its input; its disentangled attention scores content against
-    relative positions (c2p, p2c) using ``rel_embeddings`` (after the encoder's LayerNorm where
-    ``norm_rel_ebd`` says so), indexed by ``bucket(m − n) + span`` (``make_log_bucket_position``).
-    Row r here is bucket ``r − span``.
+    DeBERTa adds no position to its input (v1 only where ``position_biased_input`` is set); its
+    disentangled attention scores content against relative positions (c2p, p2c) using
+    ``rel_embeddings`` (v2: after the encoder's LayerNorm where ``norm_rel_ebd`` says so), indexed
+    by ``bucket(m − n) + span`` (v2: ``make_log_bucket_position``; v1: ``m − n`` itself, clipped to
+    the span). Row r here is bucket ``r − span``.
 
     Attributes
     ----------
@@ -46,7 +47,8 @@ class RelativeEmbeddings(PositionEncoding):
 
     def describe(self) -> str:
         span = self.num_positions // 2
-        return (f"Relative position embeddings (DeBERTa: He et al., ICLR 2021): no position is added to the input; "
+        return (f"Relative position embeddings (DeBERTa: He et al., ICLR 2021): no position is added to the input "
+                "(but by DeBERTa v1 where position_biased_input is set: its absolute table, shown apart); "
                 f"attention compares content with {self.num_positions} relative-position vectors (buckets "
                 f"−{span} … {span - 1}) in every layer. Rows here are those vectors (from `{self.source}`); their "
                 "similarity shows how the model relates distances.")
@@ -64,10 +66,14 @@ class RelativeEmbeddingsSpec(PositionSpec):
     Attributes
     ----------
     path : str
-        Path of the encoder (``DebertaV2Encoder``).
+        Path of the encoder (``DebertaV2Encoder``, ``DebertaEncoder``).
+    layernorm : str or None
+        Attribute of the encoder holding the LayerNorm ``get_rel_embedding()`` applies (DeBERTa
+        v2's, where ``norm_rel_ebd`` says so); None for DeBERTa v1, whose encoder has none.
     """
 
     path: str = "encoder"
+    layernorm: str | None = "LayerNorm"
 
     encoding: ClassVar[type[PositionEncoding]] = RelativeEmbeddings
 
@@ -83,7 +89,8 @@ class RelativeEmbeddingsSpec(PositionSpec):
                                   component=self.component)
 
     def modules(self) -> tuple[str, ...]:
-        return (f"{self.path}.rel_embeddings", f"{self.path}.LayerNorm")
+        norm = (f"{self.path}.{self.layernorm}",) if self.layernorm else ()
+        return (f"{self.path}.rel_embeddings", *norm)
 
     def removal(self, model: nn.Module) -> list[Patch]:
         raise PositionRemovalError(
