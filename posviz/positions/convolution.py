@@ -81,7 +81,7 @@ class ConvolutionalPositions(PositionEncoding):
 
     def describe(self) -> str:
         k, channels = self.kernel_size, int(self.kernel.shape[0])
-        first, last = int(self.offsets[0]), int(self.offsets[-1])
+        first, last = (f"{int(o)}".replace("-", "−") for o in self.offsets[[0, -1]])
         norm = ", its weight normalised over each tap (W_t = g_t·v_t/‖v_t‖)" if self.weight_norm else ""
         return (f"Convolutional positional embedding (Mohamed et al., 2019; wav2vec 2.0: Baevski et al., 2020): no "
                 f"table, no vector per position, no score bias. A grouped convolution of width {k} frames "
