@@ -219,7 +219,9 @@ FAMILIES: dict[str, Family | Callable[..., Family]] = {
     **{name: Family((NoPositionsSpec(reason=_SCAN),), token=("embeddings",))
        for name in ("mamba", "mamba2", "falcon_mamba")},
     "rwkv": Family((NoPositionsSpec(reason=_RWKV),), token=("embeddings",)),
-    "xlnet": Family((RelativeSinusoidSpec(),), token=("word_embedding",)),
+    # no token path: XLNet runs time-major, its word_embedding outputs [n, batch, d], not the [batch, n, d] of
+    # the input representation
+    "xlnet": Family((RelativeSinusoidSpec(),)),
     "reformer": _reformer,
     "ctrl": Family((SinusoidBufferSpec("pos_encoding", layout="halves"),)),
     "xglm": Family((SinusoidSpec("embed_positions", module_offset, "weights", layout="t2t"),), token=("embed_tokens",)),

@@ -497,3 +497,19 @@ def test_every_family_of_the_group_is_in_the_table():
         config = spec.make_config()
         assert family_of(config).scheme == spec.scheme, name
         assert AutoConfig.for_model(config.model_type).model_type == name
+
+
+@pytest.mark.parametrize("family, table", [("mamba", "embeddings"), ("xlnet", "word_embedding")])
+def test_word_order_runs_on_a_model_without_attention_or_batch_first_embeddings(family, table, tiny_lm):
+    """Mamba returns no attentions; XLNet's word_embedding runs time-major. The comparison's input is the
+    model's own token vectors of the sentence (its first hidden state), in the original order."""
+    from posviz.analysis.word_order import compare_orders
+    from posviz.tokenization import encode
+
+    lm = tiny_lm(family)
+    text = "The cat chased the dog"
+    result = compare_orders(lm, text, [4, 1, 2, 3, 0])
+    ids = encode(lm, text).model_inputs["input_ids"][0]
+    weights = getattr(lm.model, table).weight.detach().numpy()
+    np.testing.assert_allclose(result.input_original, weights[ids.numpy()], **TOL)
+    assert not result.causal and not result.must_match.any()  # nothing claimed without attention to read

@@ -43,7 +43,7 @@ class RelativeSinusoid(PositionEncoding):
                               r"R_d = \big[\sin(d\,\omega_k)\big]_k \Vert \big[\cos(d\,\omega_k)\big]_k")
     has_vectors: ClassVar[bool] = True
     vector_name: ClassVar[str] = "relative position encodings"
-    metric_names: ClassVar[dict[str, str]] = {"dot": "dot product R·Rᵀ", "cosine": "of unit vectors"}
+    metric_names: ClassVar[dict[str, str]] = {"dot": "dot product P·Pᵀ", "cosine": "of unit vectors"}
 
     def vectors(self, positions: np.ndarray) -> torch.Tensor:
         return self.tensor[torch.as_tensor(np.asarray(positions), device=self.tensor.device)]
