@@ -222,7 +222,8 @@ def test_positions_only_reads_legacy_weight_norm_names(tmp_path, path_of, own):
     assert "wav2vec2.encoder.pos_conv_embed.conv.weight_g" in renamed
     save_file(renamed, folder / "model.safetensors", metadata={"format": "pt"})
     enc = posviz.load_model(str(folder), positions_only=True).encodings[0]
-    np.testing.assert_array_equal(enc.kernel.numpy(), own("wav2vec2").encoder.pos_conv_embed.conv.weight.detach().numpy())
+    kernel = own("wav2vec2").encoder.pos_conv_embed.conv.weight.detach()
+    np.testing.assert_array_equal(enc.kernel.numpy(), kernel.numpy())
 
 
 # ------------------------------------------------------------------------- WavLM's relative bias
@@ -444,6 +445,19 @@ def test_reformer_removal_and_positions_only(own, tiny_lm, positions_only):
     light = positions_only("reformer").encodings[0]
     np.testing.assert_array_equal(light.vectors(np.arange(64)).numpy(),
                                   lm.encodings[0].vectors(np.arange(64)).numpy())
+
+
+def test_reformer_without_axial_embeddings_is_a_learned_table(tmp_path):
+    """``axial_pos_embds=False``: Reformer's plain PositionEmbeddings, a table at ``….embedding``."""
+    from tests.support.tiny_models import build_tiny, tiny_config
+
+    config = tiny_config("reformer")
+    config.axial_pos_embds = False
+    lm = posviz.load_model(str(build_tiny("reformer", tmp_path, config=config)))
+    (enc,) = lm.encodings
+    assert enc.scheme == "learned_absolute" and enc.source == "embeddings.position_embeddings.embedding"
+    np.testing.assert_array_equal(enc.matrix, lm.model.embeddings.position_embeddings.embedding.weight.detach().numpy())
+    assert enc.num_positions == lm.max_tokens == 64
 
 
 # --------------------------------------------------------------------------------------- CTRL, XGLM

@@ -1,4 +1,8 @@
-"""Tiny random configs of speech encoders and decoders (wav2vec2, HuBERT, WavLM, Whisper's decoder) and other own-form schemes."""
+"""Tiny random configs of speech encoders and decoders (wav2vec2, HuBERT, WavLM, Whisper) and other own-form schemes.
+
+Mamba, Mamba-2, Falcon-Mamba, RWKV (no positional encoding), XLNet (relative sinusoid), Reformer (axial
+table), CTRL and XGLM (sinusoids); tests in tests/test_families_speech.py and tests/test_app_speech.py.
+"""
 
 from __future__ import annotations
 
