@@ -16,16 +16,19 @@ from torch import nn
 
 from posviz.hooks import Patch
 from posviz.positions.alibi import AlibiSpec, bloom_alibi, falcon_alibi, mpt_alibi
+from posviz.positions.axial import AxialTableSpec
 from posviz.positions.base import Layers, PositionEncoding, PositionRemovalError, PositionSpec
 from posviz.positions.box import BoxTableSpec
+from posviz.positions.convolution import ConvPositionsSpec
 from posviz.positions.learned import LearnedTableSpec, module_offset, padding_offset
 from posviz.positions.none import NoPositions, NoPositionsSpec, UnknownSpec
 from posviz.positions.nope import NoPESpec
-from posviz.positions.relative_bias import RelativeBiasSpec, mpnet_buckets, t5_buckets
+from posviz.positions.relative_bias import RelativeBiasSpec, mpnet_buckets, t5_buckets, wavlm_buckets
 from posviz.positions.relative_embeddings import RelativeEmbeddingsSpec
+from posviz.positions.relative_sinusoid import RelativeSinusoidSpec
 from posviz.positions.rotary import RotarySpec
 from posviz.positions.sinks import SinkLogitsSpec
-from posviz.positions.sinusoid import SinusoidSpec
+from posviz.positions.sinusoid import SinusoidBufferSpec, SinusoidSpec
 from posviz.positions.unshown import ForwardBuiltSpec
 
 
@@ -276,6 +279,24 @@ def _xlm(config) -> Family:
     return Family((table,), token=("embeddings",), layernorm="layer_norm_emb")
 
 
+def _reformer(config) -> Family:
+    table = (AxialTableSpec("embeddings.position_embeddings") if getattr(config, "axial_pos_embds", True)
+             else LearnedTableSpec("embeddings.position_embeddings.embedding"))
+    return Family((table,), token=("embeddings.word_embeddings",))
+
+
+_CONV = ConvPositionsSpec("encoder.pos_conv_embed")
+_WAVLM_GATE = ("WavLM multiplies this bias, per head and query, by a gate computed from the query's content "
+               "(a·(b·c − 1) + 2, with a and b sigmoids of the query and c learned per head: Chen et al., 2022); "
+               "the gate is not shown: the bias here is the ungated one.")
+_SCAN = ("This model has no positional encoding: it knows order from its recurrence, a selective state-space scan "
+         "that reads the tokens one after another (Mamba: Gu and Dao, 2023; Mamba-2: Dao and Gu, 2024), and from "
+         "the short causal convolution before it.")
+_RWKV = ("This model has no positional encoding: it knows order from its recurrence, time mixing whose weights "
+         "decay with the distance to each earlier token, and from token shift, which mixes each token with the one "
+         "before it (Peng et al., 2023).")
+
+
 def _falcon(config) -> Family:
     if getattr(config, "alibi", False):
         return Family((AlibiSpec(falcon_alibi, "transformers.models.falcon.modeling_falcon.build_alibi_tensor"),),
@@ -312,7 +333,8 @@ FAMILIES: dict[str, Family | Callable[..., Family]] = {
     "pegasus": _MARIAN,
     "m2m_100": _M2M,
     "nllb-moe": _M2M,
-    "whisper": Family((SinusoidSpec("encoder.embed_positions", layout="t2t"),)),
+    "whisper": Family((SinusoidSpec("encoder.embed_positions", layout="t2t", component="encoder"),
+                       LearnedTableSpec("decoder.embed_positions", component="decoder"))),
     **{name: _ROTARY for name in (
         "llama", "mistral", "mixtral", "qwen2", "qwen3", "gemma", "gemma2",
         "gpt_neox", "phi", "phi3", "olmo", "olmo2", "stablelm", "cohere",
@@ -349,7 +371,20 @@ FAMILIES: dict[str, Family | Callable[..., Family]] = {
 
 
     # ---------------------------------------------------------------- speech, and schemes of their own
-
+    "wav2vec2": Family((_CONV,)),
+    "hubert": Family((_CONV,)),
+    "wavlm": Family((ConvPositionsSpec("encoder.pos_conv_embed", component="convolution"),
+                     RelativeBiasSpec("encoder.layers.0.attention", wavlm_buckets, table="rel_attn_embed",
+                                      note=_WAVLM_GATE, component="relative bias"))),
+    **{name: Family((NoPositionsSpec(reason=_SCAN),), token=("embeddings",))
+       for name in ("mamba", "mamba2", "falcon_mamba")},
+    "rwkv": Family((NoPositionsSpec(reason=_RWKV),), token=("embeddings",)),
+    # no token path: XLNet runs time-major, its word_embedding outputs [n, batch, d], not the [batch, n, d] of
+    # the input representation
+    "xlnet": Family((RelativeSinusoidSpec(),)),
+    "reformer": _reformer,
+    "ctrl": Family((SinusoidBufferSpec("pos_encoding", layout="halves"),)),
+    "xglm": Family((SinusoidSpec("embed_positions", module_offset, "weights", layout="t2t"),), token=("embed_tokens",)),
 
     # ---------------------------------------------------------------- more text families
     "longformer": Family((LearnedTableSpec("embeddings.position_embeddings", padding_offset, note=_LONGFORMER_NOTE),),

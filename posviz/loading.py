@@ -198,9 +198,11 @@ class LoadedModel:
         return found
 
     def _config_int(self, *names: str) -> int | None:
-        """The first of ``names`` set in the (text) config, as int; None when none is."""
+        """The first of ``names`` set in the (text) config to a positive number, as int; None when none is
+        (XLNet's ``max_position_embeddings`` is −1: no limit)."""
         cfg = self.config.get_text_config()
-        return next((int(getattr(cfg, name)) for name in names if getattr(cfg, name, None)), None)
+        values = (getattr(cfg, name, None) for name in names)
+        return next((int(value) for value in values if value and value > 0), None)
 
     @property
     def num_layers(self) -> int:

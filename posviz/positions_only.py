@@ -18,6 +18,43 @@ from posviz.families import Family
 from posviz.hooks import resolve
 
 
+#: Names older checkpoints store a weight-normalised tensor under, by the name transformers 5 gives it
+#: (its "legacy" ``WeightRenaming``s in ``transformers.conversion_mapping``): wav2vec 2.0's
+#: ``pos_conv_embed.conv.weight_g`` / ``weight_v``.
+_LEGACY_NAMES = {"parametrizations.weight.original0": "weight_g", "parametrizations.weight.original1": "weight_v"}
+
+
+def _stored_name(checkpoint: hub.Checkpoint, name: str) -> str | None:
+    """The checkpoint's name of the tensor ``name`` (below the base model): itself, or its legacy name."""
+    found = checkpoint.find(name)
+    for new, old in _LEGACY_NAMES.items():
+        if found is None and name.endswith(new):
+            found = checkpoint.find(name.removesuffix(new) + old)
+    return found
+
+
+def _allocate(model: PreTrainedModel, base: torch.nn.Module, path: str, device: torch.device) -> torch.nn.Module | None:
+    """Give the module (or the lone buffer) at ``path`` real tensors on ``device``, initialised by the
+    family's own ``_init_weights``; the module whose parameters the checkpoint may hold, or None.
+
+    A buffer of a module that holds more (CTRL's ``pos_encoding`` on the model itself) is allocated
+    alone, and its owner's ``_init_weights`` fills it (a fixed sinusoid): nothing to read.
+    """
+    target = resolve(base, path)
+    if isinstance(target, torch.Tensor):
+        owner_path, _, name = path.rpartition(".")
+        owner = resolve(base, owner_path) if owner_path else base
+        setattr(owner, name, torch.empty_like(target, device=device))
+        model._init_weights(owner)
+        return None
+    if target is None:
+        return None
+    target.to_empty(device=device)
+    for sub in target.modules():
+        model._init_weights(sub)
+    return target
+
+
 def _materialize(model: PreTrainedModel, family: Family, checkpoint: Callable[[], hub.Checkpoint],
                  device: torch.device) -> None:
     """Give the positional modules of a model built on the meta device real tensors, in place.
@@ -26,8 +63,8 @@ def _materialize(model: PreTrainedModel, family: Family, checkpoint: Callable[[]
     initialised by the family's own ``_init_weights`` (as ``from_pretrained`` does for weights a
     checkpoint lacks): that computes rotary frequencies and fixed sinusoids. Then, as
     ``from_pretrained`` does, each parameter the checkpoint stores is read from it (one tensor
-    each, in its stored dtype). A fixed sinusoid the checkpoint does not store (or that cannot
-    be read) keeps its computed values.
+    each, in its stored dtype; under its legacy name where an older checkpoint uses one). A fixed
+    sinusoid the checkpoint does not store (or that cannot be read) keeps its computed values.
 
     Raises
     ------
@@ -37,16 +74,11 @@ def _materialize(model: PreTrainedModel, family: Family, checkpoint: Callable[[]
     """
     base = model.base_model
     for spec, path in ((spec, path) for spec in family.positions for path in spec.modules()):
-        module = resolve(base, path)
-        if module is None:
-            continue
-        module.to_empty(device=device)
         with torch.no_grad():
-            for sub in module.modules():
-                model._init_weights(sub)
-            for local, parameter in module.named_parameters():
+            module = _allocate(model, base, path, device)
+            for local, parameter in module.named_parameters() if module is not None else ():
                 try:
-                    stored = checkpoint().find(f"{path}.{local}")
+                    stored = _stored_name(checkpoint(), f"{path}.{local}")
                     if stored is None:
                         raise hub.CheckpointError(f"its checkpoint has no tensor for {path}.{local}")
                 except hub.CheckpointError:

@@ -167,7 +167,8 @@ def _run(lm: LoadedModel, inputs: dict[str, torch.Tensor], patches: Sequence[Pat
         return (t[0] if t.dim() == 3 else t).to(torch.float32)
 
     total = rows(input_sum(captured) if "token" in captured else out.hidden_states[0])
-    first = out.attentions[0] if out.attentions else None
+    attentions = getattr(out, "attentions", None)  # None, or absent: a model without attention (Mamba)
+    first = attentions[0] if attentions else None
     causal = bool(first is not None and first.shape[-1] > 1 and (torch.triu(first[0], 1) == 0).all())
     return (total.cpu().numpy(), rows(out.hidden_states[1]).cpu().numpy(), rows(out.last_hidden_state).cpu().numpy(),
             causal, len(out.hidden_states) - 1)

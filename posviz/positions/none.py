@@ -13,14 +13,24 @@ from posviz.positions.base import PositionEncoding, PositionRemovalError, Positi
 
 @dataclass
 class NoPositions(PositionEncoding):
-    """A model that adds no positional information: it sees a bag of tokens, but for a causal mask."""
+    """A model that adds no positional encoding: it sees a bag of tokens, but for a causal mask, or
+    it knows order by other means (a recurrence, a convolution), which ``reason`` says.
+
+    Attributes
+    ----------
+    reason : str
+        One sentence on where the model's sense of order comes from (the family table's words:
+        Mamba's selective scan); empty for the generic text.
+    """
+
+    reason: str = ""
 
     scheme: ClassVar[str] = "none"
     label: ClassVar[str] = "no positional information"
 
     def describe(self) -> str:
-        return ("This model adds no positional information: it sees its input as a bag of tokens, "
-                "apart from what a causal mask implies.")
+        return self.reason or ("This model adds no positional information: it sees its input as a bag of tokens, "
+                               "apart from what a causal mask implies.")
 
 
 @dataclass
@@ -37,15 +47,40 @@ class UnknownPositions(NoPositions):
 
 @dataclass(frozen=True)
 class NoPositionsSpec(PositionSpec):
-    """A family without positional encoding: nothing to read, nothing to remove."""
+    """A family without positional encoding: nothing to read, nothing to remove.
+
+    Attributes
+    ----------
+    reason : str
+        Where the family's sense of order comes from instead, in one sentence
+        (:attr:`NoPositions.reason`: Mamba's selective scan, RWKV's time mixing); empty for a model
+        that has none (it sees a bag of tokens), which gets the generic text.
+    """
+
+    reason: str = ""
 
     encoding: ClassVar[type[PositionEncoding]] = NoPositions
-    positional: ClassVar[bool] = False
+
+    @property
+    def positional(self) -> bool:
+        """Whether the model knows order all the same (a recurrence, a convolution: ``reason`` given)."""
+        return bool(self.reason)
 
     def read(self, model: nn.Module, config, *, heads: int, max_tokens: int) -> PositionEncoding:
-        return self.encoding("", 0, component=self.component)
+        return self.encoding("", 0, reason=self.reason, component=self.component)
 
     def removal(self, model: nn.Module) -> list[Patch]:
+        """Nothing to remove; for a model that knows order by its own computation (``reason``), that
+        computation cannot be taken out.
+
+        Raises
+        ------
+        PositionRemovalError
+            Where ``reason`` is given.
+        """
+        if self.reason:
+            raise PositionRemovalError(f"{self.reason} That is the model's own computation, not a positional "
+                                       "encoding a hook could take out.")
         return []
 
 

@@ -1,9 +1,10 @@
-"""Bucketed relative position bias: a learned scalar per head and offset bucket (T5, mT5, MPNet).
+"""Bucketed relative position bias: a learned scalar per head and offset bucket (T5, mT5, MPNet, WavLM).
 
 Raffel et al., "Exploring the Limits of Transfer Learning with a Unified Text-to-Text
 Transformer" (JMLR 2020). The table and the bucket function are the model's own
 (``T5Attention._relative_position_bucket`` and ``relative_attention_bias``, MPNet's
-``relative_position_bucket``), so the bias shown equals the layer's ``compute_bias``.
+``relative_position_bucket``, WavLM's ``_relative_positions_bucket`` and ``rel_attn_embed``), so
+the bias shown equals the layer's ``compute_bias``.
 """
 
 from __future__ import annotations
@@ -39,6 +40,12 @@ def mpnet_buckets(encoder: nn.Module) -> Callable[[torch.Tensor], torch.Tensor]:
     return lambda rel: encoder.relative_position_bucket(rel, num_buckets=used)
 
 
+def wavlm_buckets(attention: nn.Module) -> Callable[[torch.Tensor], torch.Tensor]:
+    """``WavLMAttention._relative_positions_bucket``: T5's bidirectional buckets, with the layer's own
+    ``num_buckets`` and ``max_distance`` (Chen et al., "WavLM", 2022)."""
+    return attention._relative_positions_bucket
+
+
 @dataclass
 class RelativeBias(PositionEncoding):
     """A learned scalar per head and relative-position bucket, added to the attention score.
@@ -54,11 +61,14 @@ class RelativeBias(PositionEncoding):
         ``bucket_of(relative) -> buckets`` on a LongTensor of ``key − query`` offsets.
     causal : bool
         Decoder buckets (one direction only).
+    note : str
+        What the model does with the bias beyond adding it (the family table's words), or empty.
     """
 
     table: torch.Tensor = field(default=None, repr=False)
     bucket_of: Callable[[torch.Tensor], torch.Tensor] = field(default=None, repr=False)
     causal: bool = False
+    note: str = ""
 
     scheme: ClassVar[str] = "relative_bias"
     label: ClassVar[str] = "bucketed relative position bias"
@@ -98,7 +108,8 @@ class RelativeBias(PositionEncoding):
         return (f"Bucketed relative position bias (T5: Raffel et al., 2020): no position vector; each head "
                 f"adds a learned scalar B[bucket(n − m), h] to the score of query m and key n. "
                 f"{used} buckets over {direction}: offsets below a few positions get a bucket "
-                f"each, longer ones share logarithmic buckets. From `{self.source}`.{unused}")
+                f"each, longer ones share logarithmic buckets. From `{self.source}`.{unused}"
+                + (f" {self.note}" if self.note else ""))
 
     def signature(self) -> Signature:
         values = self.by_offset(SIGNATURE_OFFSETS)
@@ -109,35 +120,41 @@ class RelativeBias(PositionEncoding):
 
 @dataclass(frozen=True)
 class RelativeBiasSpec(PositionSpec):
-    """A bucketed relative bias held by one attention module (``relative_attention_bias`` below ``path``).
+    """A bucketed relative bias held by one attention module (an ``nn.Embedding`` below ``path``).
 
     Attributes
     ----------
     path : str
         The module that owns the table and the bucket function (T5's first self-attention of a
-        stack, reused by every layer; MPNet's encoder).
+        stack, reused by every layer; MPNet's encoder; WavLM's first attention).
     buckets : callable
         ``buckets(module) -> bucket_of``: the family's bucket function bound to the module.
+    table : str
+        Attribute of the module that holds the table [buckets, heads] (WavLM: ``rel_attn_embed``).
+    note : str
+        What the model does with the bias beyond adding it, shown in the description (WavLM's gate).
     """
 
     path: str
     buckets: Callable[[nn.Module], Callable[[torch.Tensor], torch.Tensor]]
+    table: str = "relative_attention_bias"
+    note: str = ""
 
     encoding: ClassVar[type[PositionEncoding]] = RelativeBias
 
     @property
     def table_path(self) -> str:
         """Path of the bias table (an ``nn.Embedding`` [buckets, heads])."""
-        return f"{self.path}.relative_attention_bias"
+        return f"{self.path}.{self.table}"
 
     def read(self, model: nn.Module, config, *, heads: int, max_tokens: int) -> RelativeBias | None:
         module = resolve(model, self.path)
         if module is None:
             return None
-        table = module.relative_attention_bias.weight.detach().to(torch.float32)
+        table = getattr(module, self.table).weight.detach().to(torch.float32)
         return RelativeBias(self.table_path, max_tokens, heads=int(table.shape[1]), table=table,
                             bucket_of=self.buckets(module), causal=bool(getattr(module, "is_decoder", False)),
-                            component=self.component)
+                            note=self.note, component=self.component)
 
     def modules(self) -> tuple[str, ...]:
         return (self.table_path,)

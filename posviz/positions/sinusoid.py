@@ -1,8 +1,10 @@
 """The fixed sinusoid of Vaswani et al. (2017), in the three layouts found in real code.
 
 :func:`sinusoidal` computes it from the formula (the reference beside any model); a family that
-adds a fixed sinusoid to its input (Marian, Pegasus, M2M100, NLLB, Whisper's encoder, the XLM
-and DistilBERT options) is read from its own module by :class:`SinusoidSpec`.
+adds a fixed sinusoid to its input (Marian, Pegasus, M2M100, NLLB, Whisper's encoder, XGLM, the
+XLM and DistilBERT options) is read from its own module by :class:`SinusoidSpec`; one that holds it
+as a buffer of its model and indexes it in the forward (CTRL's ``pos_encoding``) by
+:class:`SinusoidBufferSpec`.
 """
 
 from __future__ import annotations
@@ -13,7 +15,10 @@ from typing import ClassVar
 import numpy as np
 import torch
 
-from posviz.positions.base import PositionEncoding
+from torch import nn
+
+from posviz.hooks import Patch, resolve
+from posviz.positions.base import PositionEncoding, PositionRemovalError
 from posviz.positions.learned import LearnedTableSpec, PositionEmbeddings
 
 #: Column layouts of a sinusoid table (see :func:`sinusoidal`).
@@ -122,6 +127,35 @@ class SinusoidSpec(LearnedTableSpec):
     def _encoding(self, tensor: torch.Tensor, offset: int) -> SinusoidalEmbeddings:
         return SinusoidalEmbeddings(self.path, int(tensor.shape[0]), tensor=tensor, offset=offset,
                                     sinusoid=self.layout, component=self.component)
+
+
+@dataclass(frozen=True)
+class SinusoidBufferSpec(SinusoidSpec):
+    """A fixed sinusoid held as a tensor (a buffer) at ``path``, indexed by the model's forward itself
+    (CTRL: ``pos_encoding[position_ids, :]`` in ``CTRLModel.forward``), not through a module.
+
+    No module outputs it, so the input representation cannot record it and no forward hook can take it
+    out; a positions-only load gives the buffer alone real values (``_init_weights`` of its owner).
+    """
+
+    @property
+    def input_path(self) -> None:
+        return None
+
+    def _table(self, model: nn.Module) -> tuple[torch.Tensor, int] | None:
+        table = resolve(model, self.path)
+        return None if table is None else (table, 0)
+
+    def removal(self, model: nn.Module) -> list[Patch]:
+        """No patch can remove it.
+
+        Raises
+        ------
+        PositionRemovalError
+            Always: the buffer is indexed in the forward, not output by a module a hook could reach.
+        """
+        raise PositionRemovalError(f"This model indexes its sinusoid `{self.path}` inside its own forward, not "
+                                   "through a module, so no forward hook can take it out.")
 
 
 def reference_sinusoid(num_positions: int, width: int, layout: str = "interleaved") -> SinusoidalEmbeddings:
