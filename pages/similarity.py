@@ -62,11 +62,7 @@ if encoding.grid is not None:
     show(patch_grid.patch_grid(encoding))
     special = patch_grid.special_rows(encoding)
     if special is not None:
-        left, right = st.columns([2, 3])
-        with left:
-            show(special)
-        right.markdown(f"The {' and '.join(encoding.grid.special)} token has no place in the image: its row of the "
-                       "table is kept out of the grid above, and its similarity to each patch is mapped here.")
+        show(special)
 
 explain(encoding)
 

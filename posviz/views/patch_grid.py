@@ -59,7 +59,7 @@ def patch_grid(encoding: PositionEncoding) -> View:
     step = map_stride(grid.rows, grid.cols)
     tiles = mosaic(maps, step)
     shown_rows, shown_cols = np.arange(0, grid.rows, step), np.arange(0, grid.cols, step)
-    title = f"Position embedding similarity of each patch, in its place in the {grid.rows} × {grid.cols} grid"
+    title = f"Each patch's similarity map, in its place ({grid.rows} × {grid.cols} grid)"
     notes = ["cosine"] + ([f"every {step}th patch's map"] if step > 1 else [])
     fig = new_figure(title, height=None, notes=notes, aspect=HEATMAP_ASPECT)
     fig.add_trace(go.Heatmap(z=_f32(tiles), zmin=float(np.nanmin(tiles)), zmax=1.0, colorscale=SEQUENTIAL,
@@ -103,7 +103,7 @@ def special_rows(encoding: PositionEncoding) -> View | None:
         side[:, i * (grid.cols + 1):i * (grid.cols + 1) + grid.cols] = maps[i]
     names = " and ".join(grid.special)
     title = f"{names} against each patch"
-    fig = new_figure(title, height=None, notes=["cosine"], aspect=round(1.3 * side.shape[1] / side.shape[0], 3))
+    fig = new_figure(title, height=380, notes=["cosine"])
     fig.add_trace(go.Heatmap(z=_f32(side), colorscale=SEQUENTIAL, colorbar=colour_bar("cosine"), hoverongaps=False,
                              hovertemplate="cosine %{z:.3f}<extra></extra>"))
     centres = np.arange(k) * (grid.cols + 1) + (grid.cols - 1) / 2
@@ -111,8 +111,10 @@ def special_rows(encoding: PositionEncoding) -> View | None:
                      zeroline=False, constrain="domain")
     fig.update_yaxes(title="grid row", autorange="reversed", scaleanchor="x", constrain="domain", showgrid=False)
     fig.update_layout(plot_bgcolor="white")
-    caption = (f"Each map is the cosine similarity of the {names} token's position embedding (table row"
-               f"{'s' if k > 1 else ''} {', '.join(map(str, range(k)))}) with every patch's, laid out as the grid.")
+    caption = (f"The {names} token{'s have' if k > 1 else ' has'} no place in the image, so {'their rows' if k > 1 else 'its row'} "
+               f"of the table ({', '.join(map(str, range(k)))}) {'are' if k > 1 else 'is'} kept out of the grid above; "
+               f"each map here is the cosine similarity of {'one' if k > 1 else 'its'} position embedding with every "
+               "patch's, laid out as the grid.")
     return View(fig, title, {"maps": maps, "tokens": np.array(grid.special)}, caption)
 
 

@@ -7,7 +7,10 @@ two heads. CLIP's and SigLIP's text towers read the bundled WordPiece vocabulary
 
 from __future__ import annotations
 
+import numpy as np
+import pytest
 from transformers import (
+    AutoModel,
     CLIPConfig,
     CLIPTextConfig,
     CLIPVisionConfig,
@@ -76,3 +79,46 @@ FAMILIES: dict[str, Family] = {
                               position_module="embeddings.position_embedding", max_tokens=77),
     "siglip_vision_model": Family("siglip_vision_model", _siglip_vision, "learned_absolute", tokenizer=False),
 }
+
+
+# ---------------------------------------------------------------- the ground truth of the tests
+
+#: family -> (path of its image tower below the base model, "" for the base model itself; tokens before the patches)
+IMAGE_TOWERS = {
+    "vit": ("", ("CLS",)),
+    "deit": ("", ("CLS", "distillation")),
+    "dinov2": ("", ("CLS",)),
+    "clip_vision_model": ("", ("CLS",)),
+    "siglip_vision_model": ("", ()),
+    "clip": ("vision_model", ("CLS",)),
+    "siglip": ("vision_model", ()),
+}
+#: family -> (its text tower below the base model, "" for the base model itself; rows of its table)
+TEXT_TOWERS = {"clip": ("text_model", 77), "siglip": ("text_model", 64), "clip_text_model": ("", 77)}
+
+
+def tower(model, path: str):
+    """The submodule at ``path`` ("" : the model itself)."""
+    return model.get_submodule(path) if path else model
+
+
+def stored_image_table(model, family: str) -> np.ndarray:
+    """The image tower's position table as the model holds it, float64 [tokens, width]: the ``nn.Parameter``
+    [1, tokens, width] of ViT, DeiT and DINOv2 without its batch axis, or CLIP's and SigLIP's ``nn.Embedding`` weight."""
+    emb = tower(model, IMAGE_TOWERS[family][0]).embeddings
+    table = emb.position_embeddings[0] if hasattr(emb, "position_embeddings") else emb.position_embedding.weight
+    return table.detach().double().numpy()
+
+
+@pytest.fixture(scope="session")
+def own(tiny_path):
+    """own(family) -> the tiny base model loaded with plain transformers (eval, eager), independently of posviz;
+    no tokenizer needed (the conftest's ``reference`` loads one)."""
+    cache = {}
+
+    def get(family: str):
+        if family not in cache:
+            cache[family] = AutoModel.from_pretrained(tiny_path(family), attn_implementation="eager").eval().base_model
+        return cache[family]
+
+    return get
