@@ -234,3 +234,13 @@ def test_projection_coloured_by_grid(by, column, tiny_lm):
     np.testing.assert_allclose(np.asarray(traces["patches"].x), coords[2:, 0], rtol=1e-6)
     np.testing.assert_allclose(np.asarray(traces["CLS (row 0)"].y), coords[:1, 1], rtol=1e-6)
     assert f"the patch's {by}" in view.caption
+
+
+def test_export_of_an_image_model_holds_the_grid_view(tiny_lm):
+    from posviz import standard_set
+
+    stems = [e.stem for e in standard_set.standard_set(tiny_lm("vit"))]
+    assert stems == ["position-similarity", "profile-q16", "projection-pca", "patch-grid", "patch-grid-special"]
+    grid = next(e for e in standard_set.standard_set(tiny_lm("clip")) if e.stem == "patch-grid-vision-tower")
+    expected = grid_views.patch_grid(tiny_lm("clip").encoding("vision tower")).arrays["mosaic"]
+    np.testing.assert_array_equal(grid.arrays["mosaic"], expected)

@@ -15,7 +15,7 @@ from posviz.analysis.projection import ProjectionFallback, project, projection_m
 from posviz.analysis.similarity import PositionMatrix, position_matrix, row_profile, sample_positions
 from posviz.positions import PositionEncoding
 from posviz.views import figures
-from posviz.views import patch_grid
+from posviz.views.patch_grid import grid_projection_figure
 from posviz.views.limits import MAX_POSITIONS, PROFILE_Q, max_positions
 from posviz.views.view import View, view_id
 
@@ -285,7 +285,7 @@ def projection(coords: np.ndarray, positions: np.ndarray, vector_name: str, *, m
     title = f"{method.upper()} of {len(positions)} {vector_name}{figures.stride_text(step)}"
     axis_name = "UMAP" if method == "umap" else "PC"
     if grid is not None and colour != "range":
-        fig = patch_grid.grid_projection_figure(coords, positions, grid, colour, path, title, axis_name)
+        fig = grid_projection_figure(coords, positions, grid, colour, path, title, axis_name)
     else:
         fig = figures.projection_figure(coords, boundaries, path, title, axis_name=axis_name, positions=positions)
     how = ("UMAP (umap-learn, 15 neighbours, seed 0) keeps neighbourhoods, not distances." if method == "umap"
