@@ -140,15 +140,15 @@ def grid_projection_figure(coords: np.ndarray, positions: np.ndarray, grid, by: 
     scatter = go.Scatter3d if dims == 3 else go.Scatter
     axes = dict(zip("xyz", coords.T))
     patch = positions >= grid.first_patch
-    cells = np.stack(divmod(np.where(patch, positions - grid.first_patch, 0), grid.cols), axis=1)
+    cells = np.array([grid.cell(int(p)) for p in positions[patch]], dtype=np.int64).reshape(-1, 2)
     fig = new_figure(title, height=640)
     if path:
         fig.add_trace(scatter(**{k: _f32(v) for k, v in axes.items()}, mode="lines", name="path p → p+1",
                               line=dict(color="rgba(60,60,60,0.6)", width=2 if dims == 2 else 4), hoverinfo="skip"))
-    colour = cells[patch, 0 if by == "grid row" else 1]
+    colour = cells[:, 0 if by == "grid row" else 1]
     fig.add_trace(scatter(
         **{k: _f32(v[patch]) for k, v in axes.items()}, mode="markers", name="patches",
-        customdata=np.column_stack([positions[patch], cells[patch]]),
+        customdata=np.column_stack([positions[patch], cells]),
         marker=dict(size=4 if dims == 3 else 8, color=colour, colorscale=SEQUENTIAL,
                     colorbar=colour_bar(by), cmin=0, cmax=(grid.rows if by == "grid row" else grid.cols) - 1),
         hovertemplate="row %{customdata[0]} · patch (%{customdata[1]}, %{customdata[2]})<extra></extra>"))
