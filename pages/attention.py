@@ -13,7 +13,7 @@ from posviz.analysis.generation import MOST_GENERATED
 from posviz.hub import CheckpointError
 from posviz.app import caches, layout
 from posviz.app.downloads import show
-from posviz.app.notices import attention_budget_notice, require_weights, truncation_notice
+from posviz.app.notices import attention_budget_notice, require_text, require_weights, truncation_notice
 from posviz.app.navigation import current_model
 from posviz.app.widgets import index_slider, position_range, sentence_inputs, text_field, url
 from posviz.views import attention as views
@@ -28,6 +28,7 @@ key, lm = current_model()
 encoder_decoder = bool(lm.config.is_encoder_decoder)
 
 st.title("Attention")
+require_text(lm, "through every attention layer")
 require_weights(lm, "through every attention layer")
 text, text_pair = sentence_inputs(lm)
 target = None
@@ -48,7 +49,8 @@ if encoder_decoder:
              "target tokens (causal). cross: target tokens (rows) attend to source tokens (columns).")
 target = (target or None) if encoder_decoder else None
 
-decoder_only = not encoder_decoder and caches.causal(key)
+# a causal text tower beside a vision tower (CLIP) has no language-modelling head: nothing to generate
+decoder_only = not encoder_decoder and lm.family.text_tower is None and caches.causal(key)
 with st.expander("Tokens read and generated", icon=":material/straighten:"):
     default = {} if "limit" in st.session_state else {"value": lm.max_tokens}  # set by the budget's button
     limit = st.number_input("Read at most (tokens)", 1, lm.max_tokens, **default, **url("limit"),

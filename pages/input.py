@@ -4,7 +4,7 @@ import streamlit as st
 
 from posviz.app import caches, layout
 from posviz.app.downloads import show
-from posviz.app.notices import require_weights, truncation_notice
+from posviz.app.notices import require_text, require_weights, truncation_notice
 from posviz.app.navigation import current_model
 from posviz.app.widgets import sentence_inputs, url
 from posviz.views import input as views
@@ -12,6 +12,7 @@ from posviz.views import input as views
 key, lm = current_model()
 
 st.title("Input representation")
+require_text(lm, "through the embedding layer")
 family = lm.family
 adds_positions = family.input_positions is not None
 st.markdown("What the first layer receives for each token: **"

@@ -12,7 +12,7 @@ from posviz.analysis.layer_probe import BUILTIN_TEXT
 from posviz.analysis.probes import REGRESSIONS
 from posviz.app import caches
 from posviz.app.downloads import show
-from posviz.app.notices import require_weights
+from posviz.app.notices import require_text, require_weights
 from posviz.app.navigation import current_model
 from posviz.app.widgets import DEFAULT_TEXT, choose_encoding, text_field, url
 from posviz.views import probes as views
@@ -62,6 +62,7 @@ else:
     show(views.probe_predictions({s: a for s, (a, _) in found.items()}, names, encoding.axis_label))
 
 st.subheader("Position in each layer's hidden states")
+require_text(lm, "through every layer")
 require_weights(lm, "through every layer")
 source = st.radio("Text", list(TEXTS), captions=list(TEXTS.values()), horizontal=True, **url("probe_text"),
                   help="The built-in prose is the opening chapter of Jane Austen's Pride and Prejudice (1813, "

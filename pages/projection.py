@@ -1,4 +1,5 @@
-"""Projection page: UMAP or PCA of the position vectors, coloured by position range."""
+"""Projection page: UMAP or PCA of the position vectors, coloured by position range (a grid of patches: by
+grid row or column)."""
 
 import streamlit as st
 
@@ -7,7 +8,7 @@ from posviz.app.downloads import show
 from posviz.app.notices import require_vectors
 from posviz.app.navigation import current_model
 from posviz.app.widgets import choose_encoding, position_range, url
-from posviz.views import positions
+from posviz.views import patch_grid, positions
 
 key, lm = current_model()
 
@@ -26,6 +27,11 @@ typed = c3.text_input("Range boundaries (positions where a new colour starts)",
 path = c4.toggle("Path p → p+1", **url("path"), wrap=True)
 
 first, last = position_range(st, "Positions", n, (0, n - 1), help="The positions projected (every k-th beyond 2 048).")
+colour = "range"
+if encoding.grid is not None:
+    colour = st.radio("Colour by", patch_grid.COLOURINGS, horizontal=True, **url("colour"),
+                      help="The rows of this table are a grid of image patches: colour each patch by its position "
+                           "range, its grid row or its grid column (the CLS token apart).")
 
 boundaries, ignored = positions.parse_boundaries(typed, n)
 for part in ignored:
@@ -37,4 +43,5 @@ try:
 except ValueError as exc:  # fewer positions than dimensions
     st.info(str(exc), icon=":material/info:")
     st.stop()
-show(positions.projection(coords, rows, encoding.vector_name, method=method, boundaries=boundaries, path=path))
+show(positions.projection(coords, rows, encoding.vector_name, method=method, boundaries=boundaries, path=path,
+                          grid=encoding.grid, colour=colour))

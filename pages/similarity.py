@@ -1,7 +1,8 @@
 """Position similarity page: the position-position structure of the model's positional scheme.
 
 Learned and sinusoidal tables: P·Pᵀ or cosine; rotary: the kernel K(m, n), also per frequency band;
-ALiBi and relative bias: the bias of a head, or of every head side by side.
+ALiBi and relative bias: the bias of a head, or of every head side by side. A vision tower's table (its
+rows a grid of patches): also each patch's similarity map in its place in the grid.
 """
 
 import streamlit as st
@@ -12,7 +13,7 @@ from posviz.app.notices import explain
 from posviz.app.navigation import current_model
 from posviz.app.widgets import choose_encoding, clip_state, position_range, url
 from posviz.positions.base import METRICS
-from posviz.views import positions
+from posviz.views import patch_grid, positions
 
 key, lm = current_model()
 
@@ -55,6 +56,13 @@ else:
         q = st.number_input("q", 0, n - 1, positions.default_q(encoding), **url("q"),
                             help=f"Row number of the {axis}; with a stride, the nearest shown row is used.")
         show(positions.q_profile(caches.position_matrix(key, encoding.component, metric, 0, n - 1), q, head=head))
+
+if encoding.grid is not None:
+    st.subheader("The patches in their places")
+    show(patch_grid.patch_grid(encoding))
+    special = patch_grid.special_rows(encoding)
+    if special is not None:
+        show(special)
 
 explain(encoding)
 

@@ -6,7 +6,7 @@ from posviz.analysis.permutations import PERMUTATIONS, parse_order, reverse_word
 from posviz.analysis.word_order import STAGES
 from posviz.app import caches
 from posviz.app.downloads import show
-from posviz.app.notices import require_weights, truncation_notice
+from posviz.app.notices import require_text, require_weights, truncation_notice
 from posviz.app.navigation import current_model
 from posviz.app.widgets import DEFAULT_TEXT, text_field, url
 from posviz.positions import PositionRemovalError
@@ -19,6 +19,7 @@ st.markdown("Does the model care about word order? The same sentence runs twice,
             "order; each token's vectors from the second run are put back in the original order and compared. "
             "Then the positional information is removed, and the two runs hold the same tokens and nothing else.")
 
+require_text(lm, "through the whole model, twice")
 require_weights(lm, "through the whole model, twice")
 text = text_field(st, "Sentence", "text", lm, value=DEFAULT_TEXT)
 if not text.strip():

@@ -23,6 +23,7 @@ from posviz.positions.convolution import ConvPositionsSpec
 from posviz.positions.learned import LearnedTableSpec, module_offset, padding_offset
 from posviz.positions.none import NoPositions, NoPositionsSpec, UnknownSpec
 from posviz.positions.nope import NoPESpec
+from posviz.positions.patches import PatchTableSpec
 from posviz.positions.relative_bias import RelativeBiasSpec, mpnet_buckets, t5_buckets, wavlm_buckets
 from posviz.positions.relative_embeddings import RelativeEmbeddingsSpec
 from posviz.positions.relative_sinusoid import RelativeSinusoidSpec
@@ -52,6 +53,10 @@ class Family:
         Path of the segment (token type) table; None where the family has none.
     layernorm : str or None
         Path of the embedding LayerNorm; None where the family has none (GPT-2, OPT).
+    text_tower : str or None
+        Path of the module sentences run through where the base model takes more than text (CLIP's and
+        SigLIP's text tower, beside their vision tower); None: the base model (its encoder, for an
+        encoder-decoder model).
     """
 
     positions: tuple[PositionSpec, ...] = (UnknownSpec(),)
@@ -59,6 +64,7 @@ class Family:
     token_scale: str | None = None
     segment: str | None = None
     layernorm: str | None = None
+    text_tower: str | None = None
 
     @property
     def scheme(self) -> str:
@@ -310,6 +316,17 @@ def _deepseek_v3(config) -> Family:
     return Family((RotarySpec(style=style, head_dim="qk_head_dim"),), token=("embed_tokens",))
 
 
+_VIT = Family((PatchTableSpec("embeddings.position_embeddings"),))
+
+
+def _two_towers(special: tuple[str, ...]) -> Family:
+    """A text tower beside a vision tower (CLIP, SigLIP): each tower's table is a component of its own."""
+    return Family((LearnedTableSpec("text_model.embeddings.position_embedding", component="text tower"),
+                   PatchTableSpec("vision_model.embeddings.position_embedding", table_attr="weight",
+                                  vision_config="vision_config", special=special, component="vision tower")),
+                  token=("text_model.embeddings.token_embedding",), text_tower="text_model")
+
+
 #: model_type (``config.model_type``) -> Family, or a function of the config for the families whose
 #: scheme is a config option.
 FAMILIES: dict[str, Family | Callable[..., Family]] = {
@@ -368,6 +385,15 @@ FAMILIES: dict[str, Family | Callable[..., Family]] = {
 
 
     # ---------------------------------------------------------------- vision towers
+    "vit": _VIT,
+    "dinov2": _VIT,
+    "deit": Family((PatchTableSpec("embeddings.position_embeddings", special=("CLS", "distillation")),)),
+    "clip": _two_towers(("CLS",)),
+    "siglip": _two_towers(()),
+    "clip_vision_model": Family((PatchTableSpec("embeddings.position_embedding", table_attr="weight"),)),
+    "clip_text_model": Family((LearnedTableSpec("embeddings.position_embedding"),),
+                              token=("embeddings.token_embedding",)),
+    "siglip_vision_model": Family((PatchTableSpec("embeddings.position_embedding", table_attr="weight", special=()),)),
 
 
     # ---------------------------------------------------------------- speech, and schemes of their own

@@ -19,6 +19,8 @@ from transformers import (
     PreTrainedTokenizerBase,
 )
 
+from transformers.models.auto.modeling_auto import MODEL_MAPPING
+
 from posviz import hub, settings
 from posviz.families import Family, LayerScheme, family_of, layer_strip
 from posviz.positions import PositionEncoding
@@ -36,6 +38,28 @@ CONFIG_ONLY = {
     "opus-mt-en-de (config only)": "opus-mt-en-de",
 }
 _CONFIGS = Path(__file__).resolve().parent / "data" / "configs"
+#: What a model reads, by the name of its main input (``PreTrainedModel.main_input_name``).
+INPUT_KINDS = {"input_ids": "text", "pixel_values": "image", "input_values": "audio", "input_features": "audio"}
+
+
+def input_kind(config) -> str:
+    """What the base model of ``config`` reads: ``"text"``, ``"image"``, ``"audio"`` (:data:`INPUT_KINDS`), or
+    the name of its main input for any other (``"past_values"``).
+
+    Read from the ``main_input_name`` of the class ``AutoModel`` builds for the config, without building
+    it; ``"text"`` for a config ``AutoModel`` does not know (its load fails later, with its own message).
+
+    Examples
+    --------
+    >>> from transformers import BertConfig, ViTConfig, Wav2Vec2Config
+    >>> input_kind(BertConfig()), input_kind(ViTConfig()), input_kind(Wav2Vec2Config())
+    ('text', 'image', 'audio')
+    """
+    try:
+        name = MODEL_MAPPING[type(config)].main_input_name
+    except (KeyError, AttributeError):
+        return "text"
+    return INPUT_KINDS.get(name, name)
 
 
 class ModelLoadError(RuntimeError):
@@ -113,7 +137,7 @@ class LoadedModel:
         After a positions-only load, only its positional modules hold real tensors; the rest
         is on the meta device.
     tokenizer : transformers.PreTrainedTokenizerBase or None
-        None after a positions-only load.
+        None after a positions-only load, and for a model that does not read text (:attr:`input_kind`).
     family : Family
         The family table's entry for its model type (:func:`posviz.families.family_of`).
     device : torch.device
@@ -121,6 +145,10 @@ class LoadedModel:
         Wall time of the load, seconds.
     positions_only : bool
         Whether only the positional information was read (no forward pass possible).
+    input_kind : str
+        What the model reads (:func:`input_kind`): ``"text"``; ``"image"`` (ViT, DINOv2: ``pixel_values``);
+        ``"audio"`` (wav2vec2: ``input_values``; Whisper: ``input_features``); or the name of another main
+        input. posviz runs sentences only through a model that reads text (:attr:`reads_text`).
     """
 
     name: str
@@ -131,6 +159,12 @@ class LoadedModel:
     device: torch.device
     load_seconds: float = field(default=0.0)
     positions_only: bool = False
+    input_kind: str = "text"
+
+    @property
+    def reads_text(self) -> bool:
+        """Whether the model reads text (its main input is ``input_ids``), so that posviz can run sentences through it."""
+        return self.input_kind == "text"
 
     @property
     def config(self):
@@ -249,7 +283,10 @@ class LoadedModel:
 
     @property
     def forward_module(self) -> torch.nn.Module:
-        """The module a sentence runs through: the encoder of an encoder-decoder model, else the model."""
+        """The module a sentence runs through: the family's text tower where it has one beside a vision
+        tower (CLIP, SigLIP: :attr:`Family.text_tower`), the encoder of an encoder-decoder model, else the model."""
+        if self.family.text_tower:
+            return self.model.get_submodule(self.family.text_tower)
         if self.config.is_encoder_decoder:
             return self.model.get_encoder()
         return self.model
@@ -307,6 +344,31 @@ def _check_size(display: str, files: hub.WeightFiles, budget: int, why: str) -> 
             "(positions only).", size=files.total, budget=budget)
 
 
+def _load_tokenizer(path: str, display: str, kwargs: dict, *, offline: bool,
+                    step: Callable[[str], None]) -> PreTrainedTokenizerBase:
+    """The tokenizer of a model that reads text.
+
+    Raises
+    ------
+    ModelLoadError
+        Where it has none, or transformers made an empty one (only special tokens).
+    """
+    step("Loading the tokenizer …")
+    why = "; the Hub cannot be reached and the local cache has no tokenizer for it" if offline else ""
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path, **kwargs)
+    except (OSError, ValueError, TypeError, KeyError) as exc:
+        raise ModelLoadError(
+            f"'{display}' has no usable tokenizer ({_first_line(exc)}{why}). "
+            "posviz needs one to turn sentences into tokens; pick a model repository that ships one."
+        ) from exc
+    if len(tokenizer.get_vocab()) <= len(tokenizer.all_special_tokens):
+        raise ModelLoadError(
+            f"'{display}' has no tokenizer files (transformers made an empty one: only special tokens{why}). "
+            "posviz needs one to turn sentences into tokens; pick a repository that ships one.")
+    return tokenizer
+
+
 def load_model(name_or_path: str | None = None, *, revision: str | None = None, device: str = "auto",
                progress: Callable[[str], None] | None = None, positions_only: bool = False,
                max_bytes: int | None = None) -> LoadedModel:
@@ -352,7 +414,8 @@ def load_model(name_or_path: str | None = None, *, revision: str | None = None, 
         A full load of weights larger than ``max_bytes`` (never for the bundled model).
     ModelLoadError
         Unknown id or folder, no network and nothing cached, gated or forbidden repository,
-        missing revision, not a transformers model, remote code needed, no tokenizer, pickle
+        missing revision, not a transformers model, remote code needed, no tokenizer (for a model that reads
+        text; one that reads an image or audio loads without one, :attr:`LoadedModel.input_kind`), pickle
         weights only (hosted mode, or positions only), a local folder in hosted mode. The
         message says what to try.
     """
@@ -394,6 +457,7 @@ def load_model(name_or_path: str | None = None, *, revision: str | None = None, 
     except (OSError, ValueError, KeyError, hub_errors.HfHubHTTPError) as exc:
         raise ModelLoadError(_explain(display, revision, exc)) from exc
     family = family_of(config)
+    kind = input_kind(config)
     if positions_only:
         step("Reading the positional tensors (the other weights stay where they are) …")
         try:
@@ -404,7 +468,8 @@ def load_model(name_or_path: str | None = None, *, revision: str | None = None, 
         except (OSError, ValueError, KeyError) as exc:
             raise ModelLoadError(_explain(display, revision, exc)) from exc
         return LoadedModel(name=display, revision=revision or None, model=model, tokenizer=None, family=family,
-                           device=torch_device, load_seconds=time.perf_counter() - start, positions_only=True)
+                           device=torch_device, load_seconds=time.perf_counter() - start, positions_only=True,
+                           input_kind=kind)
     if files is not None:
         if hosted and files.pickle and not files.safetensors:
             raise ModelLoadError(
@@ -415,19 +480,7 @@ def load_model(name_or_path: str | None = None, *, revision: str | None = None, 
             _check_size(display, files, max_bytes, "the limit given")
         elif name:  # the bundled model ships with posviz: the default every visitor gets, always loaded
             _check_size(display, files, settings.model_budget(torch_device), settings.model_budget_source())
-    step("Loading the tokenizer …")
-    offline = "; the Hub cannot be reached and the local cache has no tokenizer for it" if files is None else ""
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(path, **kwargs)
-    except (OSError, ValueError, TypeError, KeyError) as exc:
-        raise ModelLoadError(
-            f"'{display}' has no usable tokenizer ({_first_line(exc)}{offline}). "
-            "posviz needs one to turn sentences into tokens; pick a model repository that ships one."
-        ) from exc
-    if len(tokenizer.get_vocab()) <= len(tokenizer.all_special_tokens):
-        raise ModelLoadError(
-            f"'{display}' has no tokenizer files (transformers made an empty one: only special tokens{offline}). "
-            "posviz needs one to turn sentences into tokens; pick a repository that ships one.")
+    tokenizer = _load_tokenizer(path, display, kwargs, offline=files is None, step=step) if kind == "text" else None
     step("Loading the weights (a first download can take a while) …")
     spread = device == "auto" and torch.cuda.device_count() > 1
     try:
@@ -447,4 +500,5 @@ def load_model(name_or_path: str | None = None, *, revision: str | None = None, 
         family=family,
         device=torch_device,
         load_seconds=time.perf_counter() - start,
+        input_kind=kind,
     )

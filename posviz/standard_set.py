@@ -22,7 +22,7 @@ from posviz.loading import LoadedModel
 from posviz.views import attention as attention_views
 from posviz.views import attention_offsets as offset_views
 from posviz.views import input as input_views
-from posviz.views import positions
+from posviz.views import patch_grid, positions
 from posviz.views.figures import ordinal
 from posviz.views.limits import PROFILE_Q
 from posviz.views.style import for_presentation, name_model
@@ -166,6 +166,18 @@ def _position_views(lm: LoadedModel, q: int | None, range: tuple[int, int] | Non
         boundaries, _ = positions.parse_boundaries(positions.default_boundaries(encoding), n)
         out.append(Export.of("projection-pca", positions.projection(coords, rows, encoding.vector_name, method="pca",
                                                                     boundaries=boundaries), **common))
+    return out + _grid_views(lm, **common)
+
+
+def _grid_views(lm: LoadedModel, **common) -> list[Export]:
+    """The grid view of every component whose rows are a grid of patches (a vision tower), and its CLS maps."""
+    out = []
+    for encoding in (e for e in lm.encodings if e.grid is not None):
+        where = f"-{encoding.component.replace(' ', '-')}" if encoding.component else ""
+        out.append(Export.of(f"patch-grid{where}", patch_grid.patch_grid(encoding), **common))
+        special = patch_grid.special_rows(encoding)
+        if special is not None:
+            out.append(Export.of(f"patch-grid{where}-special", special, **common))
     return out
 
 
@@ -177,8 +189,10 @@ def standard_set(lm: LoadedModel, sentence: str = DEFAULT_SENTENCE, *, layer: in
     Position similarity (P·Pᵀ, the rotary kernel, or the per-head bias) over ``range``, position
     ``q`` against all, the PCA projection of the position vectors, the norms of the input
     representation's parts, the attention of ``layer`` and ``head`` with its token labels, every
-    head of ``layer``, and all attention patterns (NPZ only). Views the model's scheme does not have
-    are left out. Each is the view the app's page shows with the same settings (and no second
+    head of ``layer``, and all attention patterns (NPZ only); for a table whose rows are a grid of
+    image patches (a vision tower), its grid view (``patch-grid``, ``patch-grid-vision-tower`` for
+    CLIP's) and its CLS maps (``…-special``). Views the model's scheme does not have are left out; a
+    model that reads no text (ViT: an image) gets its position views only. Each is the view the app's page shows with the same settings (and no second
     sentence); the stems are those of the defaults (``position-similarity``, ``profile-q128``,
     ``projection-pca``, ``input-norms``, ``attention-layer0-head0``, ``attention-layer0-heads``,
     ``attention-all-layers``) with the settings given: ``position-similarity-range0-127``,
@@ -216,6 +230,8 @@ def standard_set(lm: LoadedModel, sentence: str = DEFAULT_SENTENCE, *, layer: in
     check_settings(layer=layer, head=head, q=q, range=range)
     model = lm.short_name
     common = {"model": model, "present": present}
+    if not lm.reads_text:  # an image or audio model: its positions only, no sentence to run
+        return _presented(_position_views(lm, q, range, **common), present)
     stack = "encoder" if lm.config.is_encoder_decoder else None
     patterns, rows, cols = attention(lm, sentence).stack("encoder")
     layers, heads = patterns.shape[:2]
@@ -236,6 +252,11 @@ def standard_set(lm: LoadedModel, sentence: str = DEFAULT_SENTENCE, *, layer: in
     profile = read_attention(lm, sentence, layers=[]).offsets  # the encoder's, of an encoder-decoder model
     out.append(Export.of("attention-by-offset", offset_views.offset_grid(profile), **common))
     out.append(Export("attention-all-layers", None, {"attention": patterns, "tokens": rows}, model=model))
+    return _presented(out, present)
+
+
+def _presented(out: list[Export], present: bool) -> list[Export]:
+    """The exports, their figures styled for a projector where ``present``."""
     if present:
         for view in out:
             if view.figure is not None:

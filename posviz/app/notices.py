@@ -34,6 +34,25 @@ def require_vectors(encoding: PositionEncoding, lm: LoadedModel, what: str) -> N
         st.stop()
 
 
+#: What a model that reads no text takes instead, in words, by :attr:`posviz.LoadedModel.input_kind`.
+_INPUTS = {"image": "an image", "audio": "audio"}
+
+
+def require_text(lm: LoadedModel, what: str) -> None:
+    """Stop the page (or the rest of it) with a way forward where the model reads no text (a vision or
+    speech model: :attr:`posviz.LoadedModel.reads_text`).
+
+    ``what`` names what the view runs, e.g. "through every attention layer".
+    """
+    if not lm.reads_text:
+        needs = _INPUTS.get(lm.input_kind, f"`{lm.input_kind}`")
+        st.info(f"{lm.name} reads {needs}, not text: this view runs sentences {what}, so it needs a model that "
+                f"reads text; posviz does not feed a model {needs}. Its positions are on the Model, Position "
+                "similarity, Projection and Compare pages; for this view, pick a text model (or the bundled one) "
+                "in the sidebar.", icon=":material/image:" if lm.input_kind == "image" else ":material/info:")
+        st.stop()
+
+
 def _set_positions_only(value: bool) -> None:
     st.session_state.positions_only = value
 

@@ -84,6 +84,9 @@ PARAMS: dict[str, Param] = {p.name: p for p in (
     Param("boundaries", "comma-separated integers", ("projection",), "128 (where the model has more positions)",
           "positions where a new colour starts"),
     Param("path", "true or false", ("projection",), "false", "draw the path through consecutive positions"),
+    Param("colour", "choice", ("projection",), "range",
+          "what the points are coloured by, for a table whose rows are a grid of image patches (ViT, CLIP's vision "
+          "tower)", ("range", "grid row", "grid column")),
     Param("text", "text", ("input", "attention", "probes", "word_order"), "The cat chased the dog",
           "the sentence (segment A)"),
     Param("text_pair", "text", ("input", "attention"), "The dog chased the cat",

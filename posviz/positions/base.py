@@ -12,7 +12,7 @@ the numbers, read from the model's own modules, in one of two faces:
 - ``bias(positions)``: a per-head bias added to the attention score of query m and key n (ALiBi,
   bucketed relative bias); the position-position matrix is that bias.
 
-Views ask an encoding what it has (``has_vectors``, ``has_bias``, ``bands``, ``signature()``,
+Views ask an encoding what it has (``has_vectors``, ``has_bias``, ``bands``, ``grid``, ``signature()``,
 ``metric_label()``) and never compare scheme names.
 """
 
@@ -223,6 +223,12 @@ class PositionEncoding(ABC):
         last = len(self.bands) - 1
         return tuple(f"band {b + 1}" + (" (fastest)" if b == 0 else " (slowest)" if b == last else "")
                      for b in range(last + 1))
+
+    @property
+    def grid(self):
+        """The 2-D grid of image patches the rows form (a vision tower's table:
+        :class:`posviz.positions.patches.PatchGrid`); None where the rows are a sequence."""
+        return None
 
     def signature(self) -> Signature | None:
         """The Model page's figure of this component; None where there is nothing to draw."""

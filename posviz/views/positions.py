@@ -16,6 +16,7 @@ from posviz.analysis.similarity import PositionMatrix, position_matrix, row_prof
 from posviz.families import LayerScheme
 from posviz.positions import PositionEncoding
 from posviz.views import figures
+from posviz.views.patch_grid import grid_projection_figure
 from posviz.views.limits import MAX_POSITIONS, PROFILE_Q, max_positions
 from posviz.views.view import View, view_id
 
@@ -251,8 +252,9 @@ def projection_coordinates(encoding: PositionEncoding, method: str, dims: int, f
 
 @view_id("projection")
 def projection(coords: np.ndarray, positions: np.ndarray, vector_name: str, *, method: str,
-               boundaries: list[int], path: bool = False) -> View:
-    """Scatter of the projected vectors, coloured by position range, with the path p → p + 1 on request.
+               boundaries: list[int], path: bool = False, grid=None, colour: str = "range") -> View:
+    """Scatter of the projected vectors, coloured by position range (or, for a grid of patches, by grid
+    row or column), with the path p → p + 1 on request.
 
     Parameters
     ----------
@@ -266,6 +268,11 @@ def projection(coords: np.ndarray, positions: np.ndarray, vector_name: str, *, m
     boundaries : list of int
         Positions where a new colour starts.
     path : bool
+    grid : posviz.positions.patches.PatchGrid or None
+        The grid of patches the rows form (``encoding.grid``), for ``colour`` "grid row" or "grid column".
+    colour : {"range", "grid row", "grid column"}
+        What the points are coloured by (:data:`posviz.views.patch_grid.COLOURINGS`); "range" where
+        ``grid`` is None.
 
     Returns
     -------
@@ -275,13 +282,19 @@ def projection(coords: np.ndarray, positions: np.ndarray, vector_name: str, *, m
     method, fallback = projection_method(method, len(positions), coords.shape[1])
     step = int(positions[1] - positions[0]) if len(positions) > 1 else 1
     title = f"{method.upper()} of {len(positions)} {vector_name}{figures.stride_text(step)}"
-    fig = figures.projection_figure(coords, boundaries, path, title, axis_name="UMAP" if method == "umap" else "PC",
-                                    positions=positions)
+    axis_name = "UMAP" if method == "umap" else "PC"
+    if grid is not None and colour != "range":
+        fig = grid_projection_figure(coords, positions, grid, colour, path, title, axis_name)
+    else:
+        fig = figures.projection_figure(coords, boundaries, path, title, axis_name=axis_name, positions=positions)
     how = ("UMAP (umap-learn, 15 neighbours, seed 0) keeps neighbourhoods, not distances." if method == "umap"
            else "PCA (scikit-learn): the directions of largest variance.")
+    coloured = (f" Colour: the patch's {colour} in the {grid.rows} × {grid.cols} grid"
+                + (f"; grey diamonds: the {' and '.join(grid.special)} token." if grid.special else ".")
+                if grid is not None and colour != "range" else "")
     return View(fig, title, {"coords": coords, "positions": positions},
                 (f"{fallback} " if fallback else "") + "Each point is one position's vector; hover to see the "
-                "position. " + how)
+                "position. " + how + coloured)
 
 
 @view_id("layer-strip")

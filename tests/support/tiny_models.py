@@ -380,11 +380,15 @@ def tiny_config(name: str) -> transformers.PretrainedConfig:
 
 def randomize_small_params(model: torch.nn.Module, gen: torch.Generator) -> None:
     """Give LayerNorm weights/biases and other 1-d parameters non-trivial values, so that a
-    LayerNorm without its affine part, or a missing bias, shows up in the comparisons."""
+    LayerNorm without its affine part, or a missing bias, shows up in the comparisons; and the
+    tables a family's init leaves all zero (DeiT's position table, CLS and distillation tokens)
+    small random values, so that a table of zeros cannot pass a comparison."""
     with torch.no_grad():
         for _, p in model.named_parameters():
             if p.dim() == 1:
                 p.add_(0.1 * torch.randn(p.shape, generator=gen))
+            elif not p.any():
+                p.copy_(0.02 * torch.randn(p.shape, generator=gen))
 
 
 def build_tiny(name: str, folder: Path, *, with_tokenizer: bool = True,
