@@ -155,8 +155,8 @@ def test_the_readme_lists_every_view():
     import re
 
     modules = [importlib.import_module(f"posviz.views.{m}") for m in
-               ("attention", "attention_offsets", "compare", "input", "positions", "probes", "properties",
-                "word_order")]
+               ("attention", "attention_offsets", "compare", "input", "patch_grid", "positions", "probes",
+                "properties", "word_order")]
     ids = {f.view_id for m in modules for f in vars(m).values() if hasattr(f, "view_id")}
     ids |= {"compare-model", "compare-reference"}  # compare.side_by_side: two views
     readme = (ROOT / "README.md").read_text()
