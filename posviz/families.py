@@ -266,6 +266,8 @@ def _rotary_and_nope(rotary: Layers, nope: Layers, path: str = "rotary_emb", **r
             NoPESpec(layers=nope, component="NoPE"))
 
 
+_EVERY_TWO = RotarySpec(style="interleaved", output="sin_cos_half")  # GPT-J's and CodeGen's rotate_every_two
+_COHERE_ROTARY = RotarySpec(style="interleaved", output="cos_sin_repeated")  # Cohere's own rotate_half pairs (2i, 2i + 1)
 _T5 = Family((RelativeBiasSpec("encoder.block.0.layer.0.SelfAttention", t5_buckets, component="encoder"),
               RelativeBiasSpec("decoder.block.0.layer.0.SelfAttention", t5_buckets, component="decoder")),
              token=("encoder.embed_tokens",))
@@ -354,9 +356,10 @@ FAMILIES: dict[str, Family | Callable[..., Family]] = {
                        LearnedTableSpec("decoder.embed_positions", component="decoder"))),
     **{name: _ROTARY for name in (
         "llama", "mistral", "mixtral", "qwen2", "qwen3", "gemma", "gemma2",
-        "gpt_neox", "phi", "phi3", "olmo", "olmo2", "stablelm", "cohere",
+        "gpt_neox", "phi", "phi3", "olmo", "olmo2", "stablelm",
     )},
-    "gptj": Family((RotarySpec(style="interleaved", output="sin_cos_half"),), token=("wte",)),
+    "gptj": Family((_EVERY_TWO,), token=("wte",)),
+    "cohere": Family((_COHERE_ROTARY,), token=("embed_tokens",)),
     "falcon": _falcon,
     "bloom": Family((AlibiSpec(bloom_alibi, "transformers.models.bloom.modeling_bloom.build_alibi_tensor"),),
                     token=("word_embeddings",), layernorm="word_embeddings_layernorm"),
@@ -373,7 +376,8 @@ FAMILIES: dict[str, Family | Callable[..., Family]] = {
     "smollm3": Family(_rotary_and_nope(_ROPE_LAYERS, _NOPE_LAYERS), token=("embed_tokens",)),
     "llama4_text": Family(_rotary_and_nope(_ROPE_LAYERS, _NOPE_LAYERS, style="interleaved", output="complex"),
                           token=("embed_tokens",)),
-    "cohere2": Family(_rotary_and_nope(_SLIDING, _FULL), token=("embed_tokens",)),
+    "cohere2": Family(_rotary_and_nope(_SLIDING, _FULL, style="interleaved", output="cos_sin_repeated"),
+                      token=("embed_tokens",)),
     "gpt_oss": Family((RotarySpec(output="cos_sin_half"), SinkLogitsSpec(component="attention sinks")),
                       token=("embed_tokens",)),
     **{name: Family((RotarySpec("language_model.rotary_emb", multimodal=True),),
@@ -422,7 +426,7 @@ FAMILIES: dict[str, Family | Callable[..., Family]] = {
     "layoutlm": _LAYOUTLM,
     "gpt_neo": Family((LearnedTableSpec("wpe"),), token=("wte",)),
     "gpt_bigcode": Family((LearnedTableSpec("wpe"),), token=("wte",)),
-    "codegen": Family((RotarySpec(style="interleaved"),), token=("wte",)),
+    "codegen": Family((_EVERY_TWO,), token=("wte",)),
     "openai-gpt": Family((LearnedTableSpec("positions_embed"),), token=("tokens_embed",)),
     "biogpt": Family((LearnedTableSpec("embed_positions", module_offset),), token=("embed_tokens",)),
     "funnel": _FUNNEL,

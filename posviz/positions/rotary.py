@@ -18,9 +18,10 @@ BANDS = 4
 _PAIRS = {"rotate_half": "(i, i + d/2), Llama's rotate_half", "interleaved": "(2i, 2i + 1), GPT-J's rotate_every_two"}
 
 #: What a rotary module's forward returns, by name (:attr:`RotarySpec.output`): ``"cos_sin"`` cos and
-#: sin of ``cat(pθ, pθ)`` (Llama and most); ``"cos_sin_half"`` cos and sin of ``pθ`` (GPT-OSS);
+#: sin of ``cat(pθ, pθ)`` (Llama and most); ``"cos_sin_repeated"`` of each θ_i twice in a row
+#: (Cohere's ``repeat_interleave``); ``"cos_sin_half"`` cos and sin of ``pθ`` (GPT-OSS);
 #: ``"sin_cos_half"`` sin and cos of ``pθ`` (GPT-J); ``"complex"`` ``exp(i·pθ)`` times the scaling (Llama 4).
-OUTPUTS = ("cos_sin", "cos_sin_half", "sin_cos_half", "complex")
+OUTPUTS = ("cos_sin", "cos_sin_repeated", "cos_sin_half", "sin_cos_half", "complex")
 
 
 def _halves(out, output: str) -> tuple[torch.Tensor, torch.Tensor]:
@@ -30,6 +31,8 @@ def _halves(out, output: str) -> tuple[torch.Tensor, torch.Tensor]:
     if output == "sin_cos_half":
         return out[1], out[0]
     cos, sin = out
+    if output == "cos_sin_repeated":
+        return cos[..., ::2], sin[..., ::2]
     if output == "cos_sin":
         half = cos.shape[-1] // 2
         cos, sin = cos[..., :half], sin[..., :half]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from transformers import (
     Cohere2Config,
+    CohereConfig,
     DeepseekV3Config,
     Gemma3TextConfig,
     GptOssConfig,
@@ -59,6 +60,11 @@ def _cohere2():
                          layer_types=["sliding_attention"] * 3 + ["full_attention"])
 
 
+def _cohere():
+    # Cohere's rotary pairs dimensions (2i, 2i + 1): its module repeats each frequency twice in a row
+    return CohereConfig(**_SMALL, num_hidden_layers=1)
+
+
 def _gpt_oss():
     return GptOssConfig(**_SMALL, num_hidden_layers=2, head_dim=8, num_local_experts=2, num_experts_per_tok=1,
                         sliding_window=8, layer_types=["sliding_attention", "full_attention"],
@@ -90,6 +96,7 @@ FAMILIES: dict[str, Family] = {
     "smollm3": Family("smollm3", _smollm3, "rotary"),
     "llama4_text": Family("llama4_text", _llama4, "rotary"),
     "cohere2": Family("cohere2", _cohere2, "rotary"),
+    "cohere": Family("cohere", _cohere, "rotary"),
     "gpt_oss": Family("gpt_oss", _gpt_oss, "rotary"),
     "qwen2_vl": Family("qwen2_vl", _qwen2_vl, "rotary"),
     "deepseek_v3": Family("deepseek_v3", _deepseek_v3, "rotary"),

@@ -1,0 +1,76 @@
+"""The app on models that mix positional schemes layer by layer (tiny ModernBERT, Gemma 3, SmolLM3 …):
+the Model page's layer strip, the component picker, and every page running clean."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.support.apptest import apptest_like_browser  # noqa: F401  the autouse AppTest shims
+from tests.support.apptest import TITLES, arr, assert_clean, figures, open_page, title_text
+
+
+def _open(tiny_path, family: str, page: str, **state):
+    if page == "projection":
+        state.setdefault("method", "PCA")  # no UMAP here: slow when cold
+    at = open_page(page, query_params={"model": str(tiny_path(family))}, **state)
+    assert_clean(at, page)
+    return at
+
+
+def _strip(at) -> dict:
+    found = [f for f in figures(at) if title_text(f).startswith("Positional scheme of each layer")]
+    assert len(found) == 1, [title_text(f) for f in figures(at)]
+    return found[0]
+
+
+@pytest.mark.parametrize("family", ["modernbert", "gemma3_text", "smollm3"])
+def test_model_page_shows_the_layer_strip(family, tiny_path, tiny_lm):
+    lm = tiny_lm(family)
+    at = _open(tiny_path, family, "model")
+    fig = _strip(at)
+    rows = {trace["y"][0]: trace for trace in fig["data"]}
+    for encoding in lm.encodings:
+        acts = np.flatnonzero(~np.isnan(arr(rows[encoding.component]["z"]).reshape(-1)))
+        assert tuple(acts) == encoding.layers  # coloured on exactly the component's layers
+    hover = fig["data"][0]["text"][0]
+    assert len(hover) == lm.num_layers and all(h.startswith(f"layer {i} · ") for i, h in enumerate(hover))
+    assert [s.value for s in at.subheader][:1] == ["Layer by layer"]
+
+
+def test_gemma_strip_gives_bases_and_windows(tiny_path):
+    fig = _strip(_open(tiny_path, "gemma3_text", "model"))
+    global_row = next(t for t in fig["data"] if t["y"] == ["global rotary"])
+    assert global_row["text"][0][2] == "layer 2 · global rotary · base 1,000,000, linear scaling<br>full attention"
+    windows = next(t for t in fig["data"] if t["y"] == ["sliding window of 8 tokens"])
+    assert np.flatnonzero(~np.isnan(arr(windows["z"]).reshape(-1))).tolist() == [0, 1]
+
+
+def test_no_strip_where_every_layer_is_alike(tiny_path):
+    at = _open(tiny_path, "llama", "model")
+    assert not [f for f in figures(at) if title_text(f).startswith("Positional scheme of each layer")]
+
+
+def test_similarity_picks_the_global_or_local_kernel(tiny_path, tiny_lm):
+    lm = tiny_lm("modernbert")
+    for component in ("global rotary", "local rotary"):
+        at = _open(tiny_path, "modernbert", "similarity", component=component)
+        v = lm.encoding(component).vectors(np.arange(128)).double().cpu().numpy()  # the default range
+        heat = next(f for f in figures(at) if f["data"][0]["type"] == "heatmap")
+        np.testing.assert_allclose(arr(heat["data"][0]["z"]), v @ v.T, rtol=1e-5, atol=1e-5)
+
+
+def test_nope_component_says_what_it_is(tiny_path, tiny_lm):
+    at = _open(tiny_path, "smollm3", "similarity", component="NoPE")
+    (info,) = at.info
+    assert "No positional encoding (NoPE) in layer 3" in info.value
+    assert not at.get("plotly_chart")
+
+
+@pytest.mark.parametrize("family, page", [(f, p) for f in ("modernbert", "gemma3_text", "smollm3", "gpt_oss",
+                                                            "qwen2_vl", "deepseek_v3")
+                                          for p in ("model", "similarity", "projection", "input", "attention")])
+def test_pages_run_clean(family, page, tiny_path):
+    at = _open(tiny_path, family, page)
+    assert at.get("plotly_chart")
+    assert [t.value for t in at.title] == [TITLES[page]]
