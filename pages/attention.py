@@ -160,12 +160,13 @@ if over == "corpus" and stack == "encoder":
         profile = caches.corpus_profile(key, 128, 16)
 max_offset = o2.number_input("Offsets shown each side", 1, offset_views.MOST_OFFSETS, offset_views.MAX_OFFSET,
                              **url("max_offset"), help="Up to the input's length less one.")
-encoding = lm.encoding(stack) if stack in [e.component for e in lm.encodings] else lm.encodings[0]
+encoding = lm.encoding(stack) if stack in [e.component for e in lm.encodings] else lm.layer_encoding(layer)
 prediction = caches.scheme_prediction(key, encoding.component, profile.tokens)
 named = STACKS[stack] if encoder_decoder else ""
 source = ("corpus", key) if profile is not att.offsets else (key, text, text_pair, target, stack, layers,
                                                                asked["window"], limit, generated)
-for view in caches.offset_overview(source, profile, int(max_offset), named):
+tags = tuple(" + ".join(s.components) for s in lm.layer_strip) if stack == "encoder" else ()
+for view in caches.offset_overview(source, profile, int(max_offset), named, tags):
     show(view)
 left, right = layout.pair()
 with left:

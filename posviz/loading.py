@@ -231,6 +231,11 @@ class LoadedModel:
                            f"{[e.component for e in self.encodings]}")
         return found
 
+    def layer_encoding(self, layer: int) -> PositionEncoding:
+        """The positional component acting on layer ``layer`` (0-based), where the model mixes them layer by
+        layer (:attr:`PositionEncoding.layers`); the first component otherwise."""
+        return next((e for e in self.encodings if e.layers is not None and layer in e.layers), self.encodings[0])
+
     def _config_int(self, *names: str) -> int | None:
         """The first of ``names`` set in the (text) config to a positive number, as int; None when none is
         (XLNet's ``max_position_embeddings`` is −1: no limit)."""

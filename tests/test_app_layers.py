@@ -74,3 +74,16 @@ def test_pages_run_clean(family, page, tiny_path):
     at = _open(tiny_path, family, page)
     assert at.get("plotly_chart")
     assert [t.value for t in at.title] == [TITLES[page]]
+
+
+def test_attention_by_offset_names_each_layers_scheme(tiny_path, tiny_lm):
+    at = _open(tiny_path, "smollm3", "attention", layer=3)
+    grids = {title_text(f).split("<br>")[0]: f for f in figures(at)}
+    offsets = next(f for t, f in grids.items() if t.startswith("Attention by offset, every layer and head"))
+    labels = offsets["data"][0]["y"]  # rows by name
+    assert "L3 · NoPE H0" in labels and "L0 · rotary H0" in labels
+    sinks = next(f for t, f in grids.items() if t.startswith("Attention on the first and on the previous token"))
+    assert sinks["data"][0]["y"][3] == "layer 3 · NoPE"
+    # the head's profile beside what the scheme alone predicts: a NoPE layer predicts nothing positional
+    assert tiny_lm("smollm3").layer_encoding(3).component == "NoPE"
+    assert tiny_lm("smollm3").layer_encoding(0).component == "rotary"

@@ -150,13 +150,15 @@ def corpus_profile(key: ModelKey, tokens: int, windows: int) -> OffsetProfile:
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)
-def offset_overview(source: tuple, _profile: OffsetProfile, max_offset: int, stack: str) -> tuple[View, View]:
+def offset_overview(source: tuple, _profile: OffsetProfile, max_offset: int, stack: str,
+                    layer_tags: tuple[str, ...] = ()) -> tuple[View, View]:
     """The two views of every layer and head by offset (:func:`posviz.views.attention_offsets.offset_grid`,
     :func:`~posviz.views.attention_offsets.sink_grid`) of a cached profile, built once: moving the layer or
     head slider does not build them again (some 50 ms). ``source`` names the profile (the arguments of the
-    cached reading or corpus it comes from); the profile itself is not hashed."""
-    return (offset_views.offset_grid(_profile, max_offset=max_offset, stack=stack),
-            offset_views.sink_grid(_profile, stack=stack))
+    cached reading or corpus it comes from); the profile itself is not hashed. ``layer_tags``: each layer's
+    positional scheme where the model mixes them."""
+    return (offset_views.offset_grid(_profile, max_offset=max_offset, stack=stack, layer_tags=layer_tags),
+            offset_views.sink_grid(_profile, stack=stack, layer_tags=layer_tags))
 
 
 @st.cache_data(show_spinner=False, max_entries=16)

@@ -3,6 +3,8 @@ the first token (sink) and on the previous token, and one head beside what its p
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from posviz.analysis.attention_offsets import OffsetProfile
@@ -36,8 +38,15 @@ def _source(profile: OffsetProfile) -> str:
     return f"mean over {profile.inputs} windows of {profile.tokens:,} tokens"
 
 
+def _layer_names(layers: int, tags: Sequence[str], short: bool = False) -> list[str]:
+    """"layer 3" (``short``: "L3"), with the layer's positional scheme where ``tags`` gives one ("· NoPE")."""
+    word = "L" if short else "layer "
+    return [f"{word}{layer}" + (f" · {tags[layer]}" if tags else "") for layer in range(layers)]
+
+
 @view_id("offset-grid")
-def offset_grid(profile: OffsetProfile, *, max_offset: int = MAX_OFFSET, stack: str = "") -> View:
+def offset_grid(profile: OffsetProfile, *, max_offset: int = MAX_OFFSET, stack: str = "",
+                layer_tags: Sequence[str] = ()) -> View:
     """Mean attention weight by offset j − i for every layer and head: one row per (layer, head).
 
     The colour is log₁₀ of the weight (weights span decades: the previous token, a sink far away);
@@ -50,6 +59,9 @@ def offset_grid(profile: OffsetProfile, *, max_offset: int = MAX_OFFSET, stack: 
         Offsets shown each side of 0.
     stack : str
         The stack's name in words, for the title (empty for a model with one stack).
+    layer_tags : sequence of str
+        Per layer, its positional scheme in a word or two, where the model mixes them layer by layer
+        (:attr:`posviz.LoadedModel.layer_strip`): shown in the row labels. Empty: none.
 
     Returns
     -------
@@ -60,7 +72,7 @@ def offset_grid(profile: OffsetProfile, *, max_offset: int = MAX_OFFSET, stack: 
     mean = profile.mean[..., keep]
     layers, heads, _ = mean.shape
     rows = mean.reshape(layers * heads, -1)
-    labels = [f"L{layer} H{head}" for layer in range(layers) for head in range(heads)]
+    labels = [f"{name} H{head}" for name in _layer_names(layers, layer_tags, short=True) for head in range(heads)]
     title = f"Attention by offset, every layer and head{f' · {stack}' if stack else ''}"
     fig = figures.grid_heatmaps({"": np.log10(np.maximum(rows, FLOOR))}, profile.offsets[keep], labels, title,
                                 "offset j − i", "layer, head", "log₁₀ weight", zmin=np.log10(FLOOR), zmax=0,
@@ -73,9 +85,9 @@ def offset_grid(profile: OffsetProfile, *, max_offset: int = MAX_OFFSET, stack: 
 
 
 @view_id("sink-grid")
-def sink_grid(profile: OffsetProfile, *, stack: str = "") -> View:
+def sink_grid(profile: OffsetProfile, *, stack: str = "", layer_tags: Sequence[str] = ()) -> View:
     """The share of attention on the first token (the attention sink) and on the previous token, per
-    layer and head.
+    layer and head; ``layer_tags`` as for :func:`offset_grid`.
 
     Returns
     -------
@@ -85,7 +97,7 @@ def sink_grid(profile: OffsetProfile, *, stack: str = "") -> View:
     layers, heads = profile.sink.shape
     title = f"Attention on the first and on the previous token{f' · {stack}' if stack else ''}"
     panels = {"on the first token (sink)": profile.sink, "on the previous token": profile.previous_share}
-    fig = figures.grid_heatmaps(panels, np.arange(heads), [f"layer {layer}" for layer in range(layers)], title,
+    fig = figures.grid_heatmaps(panels, np.arange(heads), _layer_names(layers, layer_tags), title,
                                 "head", "layer", "share", zmin=0, zmax=1, value_name="share",
                                 notes=[_source(profile)])
     caption = ("Mean share of each query's attention. A head near 1 on the first token parks its attention there "
