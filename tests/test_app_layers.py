@@ -29,21 +29,25 @@ def test_model_page_shows_the_layer_strip(family, tiny_path, tiny_lm):
     lm = tiny_lm(family)
     at = _open(tiny_path, family, "model")
     fig = _strip(at)
-    rows = {trace["y"][0]: trace for trace in fig["data"]}
+    (trace,) = fig["data"]
+    codes = arr(trace["z"]).reshape(len(trace["y"]), -1)  # row r holds r where it acts, NaN elsewhere
     for encoding in lm.encodings:
-        acts = np.flatnonzero(~np.isnan(arr(rows[encoding.component]["z"]).reshape(-1)))
-        assert tuple(acts) == encoding.layers  # coloured on exactly the component's layers
-    hover = fig["data"][0]["text"][0]
-    assert len(hover) == lm.num_layers and all(h.startswith(f"layer {i} · ") for i, h in enumerate(hover))
+        r = trace["y"].index(encoding.component)
+        assert tuple(np.flatnonzero(codes[r] == r)) == encoding.layers  # coloured on exactly its layers
+        assert np.isnan(np.delete(codes[r], encoding.layers)).all()
+    hover = trace["text"][0]
+    assert len(hover) == lm.num_layers and all(h.startswith(f"layer {i}: ") for i, h in enumerate(hover))
     assert [s.value for s in at.subheader][:1] == ["Layer by layer"]
 
 
 def test_gemma_strip_gives_bases_and_windows(tiny_path):
     fig = _strip(_open(tiny_path, "gemma3_text", "model"))
-    global_row = next(t for t in fig["data"] if t["y"] == ["global rotary"])
-    assert global_row["text"][0][2] == "layer 2 · global rotary · base 1,000,000, linear scaling<br>full attention"
-    windows = next(t for t in fig["data"] if t["y"] == ["sliding window of 8 tokens"])
-    assert np.flatnonzero(~np.isnan(arr(windows["z"]).reshape(-1))).tolist() == [0, 1]
+    (trace,) = fig["data"]
+    assert trace["text"][0][2] == "layer 2: global rotary (base 1,000,000, linear scaling) · full attention"
+    assert trace["text"][0][0] == "layer 0: local rotary (base 10,000) · sliding window of 8 tokens"
+    r = trace["y"].index("sliding window of 8 tokens")
+    codes = arr(trace["z"]).reshape(len(trace["y"]), -1)
+    assert np.flatnonzero(codes[r] == r).tolist() == [0, 1]
 
 
 def test_no_strip_where_every_layer_is_alike(tiny_path):

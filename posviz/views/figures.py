@@ -679,13 +679,13 @@ def layer_strip_figure(rows: list[str], member: np.ndarray, hover: list[list[str
     title : str
     """
     fig = new_figure(title, height=110 + 46 * len(rows))
-    layers = np.arange(member.shape[1])
-    for r, name in enumerate(rows):
-        colour = QUALITATIVE[r % len(QUALITATIVE)]
-        fig.add_trace(go.Heatmap(
-            z=np.where(member[r], 1.0, np.nan)[None, :].astype(np.float32), x=layers, y=[name],
-            text=[hover[r]], hovertemplate="%{text}<extra></extra>", showscale=False,
-            colorscale=[[0, colour], [1, colour]], xgap=2, ygap=4))
+    k = len(rows)
+    colours = [QUALITATIVE[r % len(QUALITATIVE)] for r in range(k)]
+    steps = [[edge, colour] for r, colour in enumerate(colours) for edge in (r / k, (r + 1) / k)]
+    codes = np.where(member, np.arange(k)[:, None], np.nan).astype(np.float32)  # row r coloured r where it acts
+    fig.add_trace(go.Heatmap(z=codes, x=list(range(member.shape[1])), y=list(rows), text=hover,
+                             hovertemplate="%{text}<extra></extra>", showscale=False, colorscale=steps,
+                             zmin=-0.5, zmax=k - 0.5, xgap=2, ygap=4))
     fig.update_xaxes(title="layer", dtick=1 if member.shape[1] <= 32 else None)
     fig.update_yaxes(autorange="reversed")
     return fig

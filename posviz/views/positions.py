@@ -310,16 +310,16 @@ def layer_strip(strip: list[LayerScheme]) -> View:
     -------
     View
         One row per positional component and per attention span, coloured where it acts on the
-        layer; hover gives the component's detail (rotary base) and the span. Arrays: ``acts``
+        layer; hover gives the layer's components with their detail (rotary base) and its span. Arrays: ``acts``
         (bool [rows, layers]), ``rows`` (their names), ``layers``.
     """
     components = list(dict.fromkeys(c for s in strip for c in s.components))
     spans = list(dict.fromkeys(s.span for s in strip))
     rows = components + (spans if len(spans) > 1 else [])
     member = np.array([[row in s.components or row == s.span for s in strip] for row in rows])
-    hover = [[f"layer {s.layer} · {row}" + "".join(f" · {d}" for c, d in zip(s.components, s.details)
-                                                   if c == row and d) + f"<br>{s.span}" for s in strip]
-             for row in rows]
+    described = [f"layer {s.layer}: " + ", ".join(f"{c} ({d})" if d else c for c, d in zip(s.components, s.details))
+                 + f" · {s.span}" for s in strip]
+    hover = [described] * len(rows)
     title = f"Positional scheme of each layer ({len(strip)} layers)"
     counts = "; ".join(f"{row}: {int(m.sum())}" for row, m in zip(rows, member))
     return View(figures.layer_strip_figure(rows, member, hover, title), title,
