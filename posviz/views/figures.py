@@ -686,6 +686,6 @@ def layer_strip_figure(rows: list[str], member: np.ndarray, hover: list[list[str
     fig.add_trace(go.Heatmap(z=codes, x=list(range(member.shape[1])), y=list(rows), text=hover,
                              hovertemplate="%{text}<extra></extra>", showscale=False, colorscale=steps,
                              zmin=-0.5, zmax=k - 0.5, xgap=2, ygap=4))
-    fig.update_xaxes(title="layer", dtick=1 if member.shape[1] <= 32 else None)
+    fig.update_xaxes(title="layer", dtick=1 if member.shape[1] <= 16 else None)
     fig.update_yaxes(autorange="reversed")
     return fig
