@@ -20,7 +20,8 @@ from transformers import (
 )
 
 from posviz import hub, settings
-from posviz.families import Family, family_of
+from posviz.detection import Detection, family_for
+from posviz.families import Family
 from posviz.positions import PositionEncoding
 from posviz.positions_only import load_positions
 from posviz.settings import human_bytes
@@ -115,12 +116,17 @@ class LoadedModel:
     tokenizer : transformers.PreTrainedTokenizerBase or None
         None after a positions-only load.
     family : Family
-        The family table's entry for its model type (:func:`posviz.families.family_of`).
+        The family table's entry for its model type (:func:`posviz.families.family_of`); for a
+        type the table does not list, the family made from structural detection, or ``Family()``
+        where nothing was found sure enough to show (:func:`posviz.detection.family_for`).
     device : torch.device
     load_seconds : float
         Wall time of the load, seconds.
     positions_only : bool
         Whether only the positional information was read (no forward pass possible).
+    detection : Detection or None
+        What structural detection found, for a model type the family table does not list;
+        None for a listed one.
     """
 
     name: str
@@ -131,6 +137,7 @@ class LoadedModel:
     device: torch.device
     load_seconds: float = field(default=0.0)
     positions_only: bool = False
+    detection: Detection | None = field(default=None, repr=False)
 
     @property
     def config(self):
@@ -385,7 +392,7 @@ def load_model(name_or_path: str | None = None, *, revision: str | None = None, 
         config = AutoConfig.from_pretrained(path, **kwargs)
     except (OSError, ValueError, KeyError, hub_errors.HfHubHTTPError) as exc:
         raise ModelLoadError(_explain(display, revision, exc)) from exc
-    family = family_of(config)
+    family, detection = family_for(config)
     if positions_only:
         step("Reading the positional tensors (the other weights stay where they are) …")
         try:
@@ -396,7 +403,8 @@ def load_model(name_or_path: str | None = None, *, revision: str | None = None, 
         except (OSError, ValueError, KeyError) as exc:
             raise ModelLoadError(_explain(display, revision, exc)) from exc
         return LoadedModel(name=display, revision=revision or None, model=model, tokenizer=None, family=family,
-                           device=torch_device, load_seconds=time.perf_counter() - start, positions_only=True)
+                           device=torch_device, load_seconds=time.perf_counter() - start, positions_only=True,
+                           detection=detection)
     if files is not None:
         if hosted and files.pickle and not files.safetensors:
             raise ModelLoadError(
@@ -439,4 +447,5 @@ def load_model(name_or_path: str | None = None, *, revision: str | None = None, 
         family=family,
         device=torch_device,
         load_seconds=time.perf_counter() - start,
+        detection=detection,
     )

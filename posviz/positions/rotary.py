@@ -15,7 +15,8 @@ from posviz.positions.base import PositionEncoding, PositionSpec, Signature
 #: Rotary frequencies are shown in this many bands, fastest first.
 BANDS = 4
 
-_PAIRS = {"rotate_half": "(i, i + d/2), Llama's rotate_half", "interleaved": "(2i, 2i + 1), GPT-J's rotate_every_two"}
+_PAIRS = {"rotate_half": "(i, i + d/2), Llama's rotate_half", "interleaved": "(2i, 2i + 1), GPT-J's rotate_every_two",
+          "undetermined": "that posviz could not tell from the structure (the module returns cos and sin as Llama's does)"}
 
 
 @dataclass
@@ -32,9 +33,11 @@ class RotaryEncoding(PositionEncoding):
     ----------
     module : torch.nn.Module
         The model's rotary module (``rotary_emb``).
-    style : {"rotate_half", "interleaved"}
+    style : {"rotate_half", "interleaved", "undetermined"}
         Pairs (i, i + d/2) as in Llama's ``rotate_half``, or (2i, 2i + 1) as in GPT-J's
-        ``rotate_every_two``.
+        ``rotate_every_two``; "undetermined" for a module found by structure
+        (:mod:`posviz.detection`) that returns cos and sin as Llama's does, whatever the pairs its
+        attention rotates (the kernel K(m, n) does not depend on them).
     head_dim : int
         Dimensions per head; the rotation covers ``rotary_dim`` of them.
     theta : float or None
@@ -150,7 +153,7 @@ class RotarySpec(PositionSpec):
     ----------
     path : str
         Path of the rotary module below the base model.
-    style : {"rotate_half", "interleaved"}
+    style : {"rotate_half", "interleaved", "undetermined"}
         How the family pairs dimensions (:attr:`RotaryEncoding.style`).
     """
 
