@@ -31,6 +31,9 @@ if lm.positions_only:
     st.caption("Positions only: config.json and the positional tensors were read, nothing else; the other "
                "weights were never downloaded.")
 st.markdown(f"**Positional scheme:** {lm.scheme_label}")
+if lm.detection is not None:
+    st.info(f"posviz's family table does not list the model type `{lm.model_type}`. {lm.detection.sentence()}",
+            icon=":material/search:")
 if lm.layer_strip:
     st.subheader("Layer by layer")
     show(positions.layer_strip(lm.layer_strip))

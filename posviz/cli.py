@@ -1,5 +1,6 @@
 """Command line of posviz: ``python -m posviz export --model ID --sentence TEXT --out DIR`` (and ``--layer``,
-``--head``, ``--q``, ``--range FIRST LAST``, ``--present``, ``--no-images``; ``--help`` says each)."""
+``--head``, ``--q``, ``--range FIRST LAST``, ``--present``, ``--no-images``; ``--help`` says each), and
+``python -m posviz coverage [--out docs/coverage.md]`` (the coverage table, :mod:`posviz.coverage`)."""
 
 from __future__ import annotations
 
@@ -42,6 +43,16 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("--present", action="store_true",
                         help="figures for a projector (large fonts, thick lines), as the app's presentation mode; "
                              "their files end in -present")
+    coverage = commands.add_parser(
+        "coverage", help="write the coverage table: every model type of the installed transformers -> its scheme(s)",
+        description="For every model type of the installed transformers, make its default config and build its model "
+                    "on the meta device; write a Markdown table of model type, scheme(s) (from the family table, "
+                    "else found by structure), what posviz shows, and how it was verified or why the type could not "
+                    "be built. Run it from the repository root (the tiny-config tests are read from tests/support).")
+    coverage.add_argument("--out", type=Path, default=None, metavar="FILE",
+                          help="the Markdown file to write (default: docs/coverage.md)")
+    coverage.add_argument("--timeout", type=float, default=None, metavar="S",
+                          help="seconds one model type may take to build (default 60)")
     return parser
 
 
@@ -123,11 +134,53 @@ def export_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def coverage_command(args: argparse.Namespace) -> int:
+    """``python -m posviz coverage``: :func:`posviz.coverage.coverage_rows` over every model type, written with
+    :func:`posviz.coverage.write_table`; progress on stderr, then the counts in one sentence and the time taken.
+
+    Returns
+    -------
+    int
+        0 on success; 2 with a one-line message on stderr for an ``--out`` that is a folder, a
+        ``--timeout`` that is not positive, or a failed write.
+    """
+    from tqdm import tqdm
+
+    from posviz import coverage
+
+    out = args.out if args.out is not None else coverage.DEFAULT_OUT
+    timeout = coverage.DEFAULT_TIMEOUT if args.timeout is None else args.timeout
+    if out.is_dir():
+        return _fail(f"--out {out} is a folder; give the Markdown file to write.")
+    if timeout <= 0:
+        return _fail(f"--timeout {timeout:g} is not a positive number of seconds.")
+    start = time.perf_counter()
+    bar = tqdm(desc="Model types", unit="type", file=sys.stderr, dynamic_ncols=True)
+
+    def progress(model_type: str, done: int, total: int) -> None:
+        bar.total = total
+        bar.set_postfix_str(model_type, refresh=False)
+        bar.update(done - bar.n)
+
+    rows = coverage.coverage_rows(timeout=timeout, progress=progress)
+    bar.update(len(rows) - bar.n)
+    bar.close()
+    try:
+        coverage.write_table(rows, out)
+    except OSError as exc:
+        return _fail(f"Cannot write {out}: {exc}")
+    print(f"Wrote {out}: {len(rows)} model types in {time.perf_counter() - start:.1f} s. {coverage.summary(rows)}",
+          file=sys.stderr)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse ``argv`` (default: ``sys.argv[1:]``) and run the command; returns the exit code."""
     args = _parser().parse_args(argv)
     if args.command == "export":
         return export_command(args)
+    if args.command == "coverage":
+        return coverage_command(args)
     return 2  # argparse requires a command
 
 

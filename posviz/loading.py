@@ -22,7 +22,8 @@ from transformers import (
 from transformers.models.auto.modeling_auto import MODEL_MAPPING
 
 from posviz import hub, settings
-from posviz.families import Family, LayerScheme, family_of, layer_strip
+from posviz.detection import Detection, family_for
+from posviz.families import Family, LayerScheme, layer_strip
 from posviz.positions import PositionEncoding
 from posviz.positions_only import load_positions
 from posviz.settings import human_bytes
@@ -139,7 +140,9 @@ class LoadedModel:
     tokenizer : transformers.PreTrainedTokenizerBase or None
         None after a positions-only load, and for a model that does not read text (:attr:`input_kind`).
     family : Family
-        The family table's entry for its model type (:func:`posviz.families.family_of`).
+        The family table's entry for its model type (:func:`posviz.families.family_of`); for a
+        type the table does not list, the family made from structural detection, or ``Family()``
+        where nothing was found sure enough to show (:func:`posviz.detection.family_for`).
     device : torch.device
     load_seconds : float
         Wall time of the load, seconds.
@@ -149,6 +152,9 @@ class LoadedModel:
         What the model reads (:func:`input_kind`): ``"text"``; ``"image"`` (ViT, DINOv2: ``pixel_values``);
         ``"audio"`` (wav2vec2: ``input_values``; Whisper: ``input_features``); or the name of another main
         input. posviz runs sentences only through a model that reads text (:attr:`reads_text`).
+    detection : Detection or None
+        What structural detection found, for a model type the family table does not list;
+        None for a listed one.
     """
 
     name: str
@@ -159,6 +165,8 @@ class LoadedModel:
     device: torch.device
     load_seconds: float = field(default=0.0)
     positions_only: bool = False
+    detection: Detection | None = field(default=None, repr=False)
+
     input_kind: str = "text"
 
     @property
@@ -461,7 +469,7 @@ def load_model(name_or_path: str | None = None, *, revision: str | None = None, 
         config = AutoConfig.from_pretrained(path, **kwargs)
     except (OSError, ValueError, KeyError, hub_errors.HfHubHTTPError) as exc:
         raise ModelLoadError(_explain(display, revision, exc)) from exc
-    family = family_of(config)
+    family, detection = family_for(config)
     kind = input_kind(config)
     if positions_only:
         step("Reading the positional tensors (the other weights stay where they are) …")
@@ -474,7 +482,7 @@ def load_model(name_or_path: str | None = None, *, revision: str | None = None, 
             raise ModelLoadError(_explain(display, revision, exc)) from exc
         return LoadedModel(name=display, revision=revision or None, model=model, tokenizer=None, family=family,
                            device=torch_device, load_seconds=time.perf_counter() - start, positions_only=True,
-                           input_kind=kind)
+                           input_kind=kind, detection=detection)
     if files is not None:
         if hosted and files.pickle and not files.safetensors:
             raise ModelLoadError(
@@ -506,4 +514,5 @@ def load_model(name_or_path: str | None = None, *, revision: str | None = None, 
         device=torch_device,
         load_seconds=time.perf_counter() - start,
         input_kind=kind,
+        detection=detection,
     )

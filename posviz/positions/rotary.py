@@ -15,7 +15,8 @@ from posviz.positions.base import PositionEncoding, PositionSpec, Signature, lay
 #: Rotary frequencies are shown in this many bands, fastest first.
 BANDS = 4
 
-_PAIRS = {"rotate_half": "(i, i + d/2), Llama's rotate_half", "interleaved": "(2i, 2i + 1), GPT-J's rotate_every_two"}
+_PAIRS = {"rotate_half": "(i, i + d/2), Llama's rotate_half", "interleaved": "(2i, 2i + 1), GPT-J's rotate_every_two",
+          "undetermined": "that posviz could not tell from the structure (the module returns cos and sin as Llama's does)"}
 
 #: What a rotary module's forward returns, by name (:attr:`RotarySpec.output`): ``"cos_sin"`` cos and
 #: sin of ``cat(pθ, pθ)`` (Llama and most); ``"cos_sin_repeated"`` of each θ_i twice in a row
@@ -53,9 +54,11 @@ class RotaryEncoding(PositionEncoding):
     ----------
     module : torch.nn.Module
         The model's rotary module (``rotary_emb``).
-    style : {"rotate_half", "interleaved"}
+    style : {"rotate_half", "interleaved", "undetermined"}
         Pairs (i, i + d/2) as in Llama's ``rotate_half``, or (2i, 2i + 1) as in GPT-J's
-        ``rotate_every_two``.
+        ``rotate_every_two``; "undetermined" for a module found by structure
+        (:mod:`posviz.detection`) that returns cos and sin as Llama's does, whatever the pairs its
+        attention rotates (the kernel K(m, n) does not depend on them).
     output : str
         What the module's forward returns (:data:`OUTPUTS`).
     layer_type : str or None
@@ -203,7 +206,7 @@ class RotarySpec(PositionSpec):
     ----------
     path : str
         Path of the rotary module below the base model.
-    style : {"rotate_half", "interleaved"}
+    style : {"rotate_half", "interleaved", "undetermined"}
         How the family pairs dimensions (:attr:`RotaryEncoding.style`).
     output : str
         What the module's forward returns (:data:`OUTPUTS`).
