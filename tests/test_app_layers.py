@@ -24,7 +24,7 @@ def _strip(at) -> dict:
     return found[0]
 
 
-@pytest.mark.parametrize("family", ["modernbert", "gemma3_text", "smollm3"])
+@pytest.mark.parametrize("family", ["modernbert", "gemma3_text", "gemma3", "smollm3", "cohere2"])
 def test_model_page_shows_the_layer_strip(family, tiny_path, tiny_lm):
     lm = tiny_lm(family)
     at = _open(tiny_path, family, "model")
@@ -71,8 +71,9 @@ def test_nope_component_says_what_it_is(tiny_path, tiny_lm):
     assert not at.get("plotly_chart")
 
 
-@pytest.mark.parametrize("family, page", [(f, p) for f in ("modernbert", "gemma3_text", "smollm3", "gpt_oss",
-                                                            "qwen2_vl", "deepseek_v3")
+@pytest.mark.parametrize("family, page", [(f, p) for f in ("modernbert", "gemma3_text", "gemma3", "smollm3",
+                                                            "llama4_text", "cohere2", "gpt_oss", "qwen2_vl",
+                                                            "deepseek_v3")
                                           for p in ("model", "similarity", "projection", "input", "attention")])
 def test_pages_run_clean(family, page, tiny_path):
     at = _open(tiny_path, family, page)

@@ -94,11 +94,12 @@ def test_time_limit_is_a_reason():
 
 
 def test_command_writes_the_table(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(coverage, "model_types", lambda: ["bert", "autoformer", "falcon_mamba"])
+    types = ["bert", "autoformer", "helium"]  # registered, cannot be built, found by structure
+    monkeypatch.setattr(coverage, "model_types", lambda: types)
     out = tmp_path / "coverage.md"
     assert cli.main(["coverage", "--out", str(out)]) == 0
     written = read_table(out.read_text(encoding="utf-8"))
-    assert [r.status for r in written.values()][:2] == ["registered", "could not build"]
+    assert [r.status for r in written.values()] == ["registered", "could not build", "detected"]
     assert "Of the 3 model types of the installed transformers, 1 are in posviz's family table" in capsys.readouterr().err
     assert cli.main(["coverage", "--out", str(tmp_path)]) == 2
     assert cli.main(["coverage", "--out", str(out), "--timeout", "0"]) == 2

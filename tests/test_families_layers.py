@@ -30,10 +30,15 @@ ROTARY = {
     "gpt_oss": {"": None},
     "qwen2_vl": {"": None},
     "deepseek_v3": {"": None},
+    "deepseek_v2": {"": None},
+    "gemma3": {"global rotary": "full_attention", "local rotary": "sliding_attention"},
+    "qwen2_5_vl": {"": None},
+    **{name: {"": None} for name in ("gemma", "gemma2", "mistral", "mixtral", "olmo", "olmo2", "phi3", "qwen2",
+                                     "qwen3", "stablelm")},
 }
-# family -> rotated dimensions per head, from the config (DeepSeek: qk_rope_head_dim of 16)
-WIDTH = {"modernbert": 8, "gemma3_text": 8, "smollm3": 8, "llama4_text": 8, "cohere2": 8, "cohere": 8,
-         "gpt_oss": 8, "qwen2_vl": 8, "deepseek_v3": 8}
+# family -> rotated dimensions per head, from the configs (DeepSeek: qk_rope_head_dim 8 of 16; StableLM:
+# partial_rotary_factor 0.25 of 8); 8 (all of head_dim) for the others
+WIDTH = {**{family: 8 for family in ROTARY}, "stablelm": 2}
 
 
 def _rotary_path(model) -> str:
@@ -56,6 +61,9 @@ def _own_rotated(family: str, model, positions: np.ndarray, layer_type: str | No
             rotated, _ = own.apply_rotary_emb(x, x, out)
             return rotated[0].permute(1, 0, 2).double()
         x = basis[None, :, None, :].expand(1, width, n, width)  # [batch, heads = j, seq, dim]
+        if family == "deepseek_v2":  # complex frequencies
+            rotated, _ = own.apply_rotary_emb(x, x, out)
+            return rotated[0].double()
         apply = (own.apply_rotary_pos_emb_interleave if getattr(model.config, "rope_interleave", False)
                  else own.apply_rotary_pos_emb)
         rotated, _ = apply(x, x, *out)

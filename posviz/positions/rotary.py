@@ -162,7 +162,7 @@ class RotaryEncoding(PositionEncoding):
         return (features[1:] @ features[0]).cpu().numpy()
 
     def describe(self) -> str:
-        base = f"base b = {self.theta:,.0f}" if self.theta else "the module's own frequencies"
+        base = f"base b = {self.theta:.0f}" if self.theta else "the module's own frequencies"
         partial = (f"the first {self.rotary_dim} of {self.head_dim} dimensions per head"
                    if self.head_dim and self.rotary_dim < self.head_dim
                    else f"all {self.rotary_dim} dimensions per head")

@@ -1,19 +1,32 @@
 """Tiny random configs of models that mix positional schemes layer by layer (ModernBERT, Gemma 3,
-SmolLM3, Llama 4 text, Cohere 2) and other modern LLMs' own forms of rotary (GPT-OSS, Qwen2-VL's
-M-RoPE, DeepSeek V3's decoupled rotary)."""
+SmolLM3, Llama 4 text, Cohere 2), other modern LLMs' own forms of rotary (GPT-OSS, Qwen2-VL's
+M-RoPE, DeepSeek's decoupled rotary), and the Llama-like rotary families of the family table."""
 
 from __future__ import annotations
 
 from transformers import (
     Cohere2Config,
     CohereConfig,
+    DeepseekV2Config,
     DeepseekV3Config,
+    Gemma2Config,
+    Gemma3Config,
     Gemma3TextConfig,
+    GemmaConfig,
     GptOssConfig,
     Llama4TextConfig,
+    MistralConfig,
+    MixtralConfig,
     ModernBertConfig,
+    Olmo2Config,
+    OlmoConfig,
+    Phi3Config,
+    Qwen2_5_VLConfig,
+    Qwen2Config,
     Qwen2VLConfig,
+    Qwen3Config,
     SmolLM3Config,
+    StableLmConfig,
 )
 
 from tests.support.tiny_models import VOCAB, Family
@@ -90,6 +103,33 @@ def _deepseek_v3():
                             kv_lora_rank=16, q_lora_rank=16, qk_rope_head_dim=8, qk_nope_head_dim=8, v_head_dim=8)
 
 
+def _llama_like(config_class, **extra):
+    """A one-layer config of a Llama-like family (rotary module ``rotary_emb``, Llama's apply function)."""
+    return lambda: config_class(**{**_SMALL, "num_hidden_layers": 1, **extra})
+
+
+def _deepseek_v2():
+    return DeepseekV2Config(**{**_SMALL, "num_key_value_heads": 4}, num_hidden_layers=1, moe_intermediate_size=32,
+                            n_routed_experts=2, num_experts_per_tok=1, n_group=1, topk_group=1,
+                            first_k_dense_replace=1, kv_lora_rank=16, q_lora_rank=16, qk_rope_head_dim=8,
+                            qk_nope_head_dim=8, v_head_dim=8)
+
+
+def _gemma3_composite():
+    text = _gemma3().to_dict()
+    return Gemma3Config(text_config=text, vision_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                                                             num_attention_heads=2, image_size=32, patch_size=8),
+                        mm_tokens_per_image=4, **_IDS)
+
+
+def _qwen2_5_vl():
+    base = _qwen2_vl()
+    return Qwen2_5_VLConfig(text_config=base.text_config.to_dict(),
+                            vision_config=dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2,
+                                               out_hidden_size=32, patch_size=4, spatial_merge_size=2,
+                                               temporal_patch_size=2, fullatt_block_indexes=[0]), **_IDS)
+
+
 FAMILIES: dict[str, Family] = {
     "modernbert": Family("modernbert", _modernbert, "rotary"),
     "gemma3_text": Family("gemma3_text", _gemma3, "rotary"),
@@ -100,4 +140,12 @@ FAMILIES: dict[str, Family] = {
     "gpt_oss": Family("gpt_oss", _gpt_oss, "rotary"),
     "qwen2_vl": Family("qwen2_vl", _qwen2_vl, "rotary"),
     "deepseek_v3": Family("deepseek_v3", _deepseek_v3, "rotary"),
+    "deepseek_v2": Family("deepseek_v2", _deepseek_v2, "rotary"),
+    "gemma3": Family("gemma3", _gemma3_composite, "rotary"),
+    "qwen2_5_vl": Family("qwen2_5_vl", _qwen2_5_vl, "rotary"),
+    **{name: Family(name, _llama_like(config, **extra), "rotary") for name, config, extra in (
+        ("gemma", GemmaConfig, {"head_dim": 8}), ("gemma2", Gemma2Config, {"head_dim": 8}),
+        ("mistral", MistralConfig, {}), ("mixtral", MixtralConfig, {"num_local_experts": 2, "num_experts_per_tok": 1}),
+        ("olmo", OlmoConfig, {}), ("olmo2", Olmo2Config, {}), ("phi3", Phi3Config, {}), ("qwen2", Qwen2Config, {}),
+        ("qwen3", Qwen3Config, {"head_dim": 8}), ("stablelm", StableLmConfig, {}))},
 }
