@@ -33,6 +33,7 @@ ROTARY = {
     "deepseek_v2": {"": None},
     "gemma3": {"global rotary": "full_attention", "local rotary": "sliding_attention"},
     "qwen2_5_vl": {"": None},
+    "qwen2_vl_text": {"": None},
     **{name: {"": None} for name in ("gemma", "gemma2", "mistral", "mixtral", "olmo", "olmo2", "phi3", "qwen2",
                                      "qwen3", "stablelm")},
 }

@@ -24,6 +24,7 @@ from transformers import (
     Qwen2_5_VLConfig,
     Qwen2Config,
     Qwen2VLConfig,
+    Qwen2VLTextConfig,
     Qwen3Config,
     SmolLM3Config,
     StableLmConfig,
@@ -143,6 +144,8 @@ FAMILIES: dict[str, Family] = {
     "deepseek_v2": Family("deepseek_v2", _deepseek_v2, "rotary"),
     "gemma3": Family("gemma3", _gemma3_composite, "rotary"),
     "qwen2_5_vl": Family("qwen2_5_vl", _qwen2_5_vl, "rotary"),
+    "qwen2_vl_text": Family("qwen2_vl_text", lambda: Qwen2VLTextConfig(**_qwen2_vl().text_config.to_dict()),
+                            "rotary"),
     **{name: Family(name, _llama_like(config, **extra), "rotary") for name, config, extra in (
         ("gemma", GemmaConfig, {"head_dim": 8}), ("gemma2", Gemma2Config, {"head_dim": 8}),
         ("mistral", MistralConfig, {}), ("mixtral", MixtralConfig, {"num_local_experts": 2, "num_experts_per_tok": 1}),

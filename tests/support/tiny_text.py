@@ -21,7 +21,9 @@ from transformers import (
     GPTBigCodeConfig,
     GPTNeoConfig,
     LayoutLMConfig,
+    CamembertConfig,
     LEDConfig,
+    MBartConfig,
     LongformerConfig,
     MegatronBertConfig,
     MobileBertConfig,
@@ -63,6 +65,19 @@ def _led():
                      decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64,
                      max_encoder_position_embeddings=64, max_decoder_position_embeddings=64, attention_window=4,
                      pad_token_id=1, bos_token_id=0, eos_token_id=2, decoder_start_token_id=2)
+
+
+def _camembert():
+    # RoBERTa's padding offset 2: 66 rows, 64 positions
+    return CamembertConfig(**_SMALL, max_position_embeddings=66, type_vocab_size=1, pad_token_id=1, bos_token_id=0,
+                           eos_token_id=2)
+
+
+def _mbart():
+    # BART's offset 2 (MBartLearnedPositionalEmbedding): 66 rows, 64 positions
+    return MBartConfig(vocab_size=VOCAB, d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=4,
+                       decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=64,
+                       pad_token_id=1, bos_token_id=0, eos_token_id=2, decoder_start_token_id=2)
 
 
 def _deberta():
@@ -162,6 +177,10 @@ FAMILIES: dict[str, Family] = {
     "led": Family("led", _led, "learned_absolute", position_module="encoder.embed_positions", max_tokens=64,
                   word_module="encoder.embed_tokens", layernorm_module="encoder.layernorm_embedding",
                   encoder_decoder=True),
+    "camembert": _bert_like("camembert", _camembert, offset=2, token_types=False),
+    "mbart": Family("mbart", _mbart, "learned_absolute", position_module="encoder.embed_positions", offset=2,
+                    max_tokens=64, word_module="encoder.embed_tokens", layernorm_module="encoder.layernorm_embedding",
+                    encoder_decoder=True),
     "deberta": _bert_like("deberta", _deberta),
     "deberta-relative": Family("deberta-relative", _deberta_relative, "relative_embeddings"),
     "layoutlm": _bert_like("layoutlm", _layoutlm),
