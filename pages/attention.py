@@ -13,7 +13,9 @@ from posviz.analysis.generation import MOST_GENERATED
 from posviz.hub import CheckpointError
 from posviz.app import caches, layout
 from posviz.app.downloads import show
-from posviz.app.notices import attention_budget_notice, require_text, require_weights, truncation_notice
+from posviz.app.notices import (
+    attention_budget_notice, require_attention, require_text, require_weights, truncation_notice,
+)
 from posviz.app.navigation import current_model
 from posviz.app.widgets import index_slider, position_range, sentence_inputs, text_field, url
 from posviz.views import attention as views
@@ -30,6 +32,7 @@ encoder_decoder = bool(lm.config.is_encoder_decoder)
 st.title("Attention")
 require_text(lm, "through every attention layer")
 require_weights(lm, "through every attention layer")
+require_attention(lm, "Attention patterns")
 text, text_pair = sentence_inputs(lm)
 target = None
 if encoder_decoder:

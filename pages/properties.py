@@ -11,7 +11,7 @@ from posviz.analysis.identical_words import max_identical_length
 from posviz.analysis.locality import ATTENTION_SCORES
 from posviz.app import caches
 from posviz.app.downloads import show
-from posviz.app.notices import explain, require_text, require_weights
+from posviz.app.notices import explain, require_attention, require_text, require_weights
 from posviz.app.navigation import current_model
 from posviz.app.widgets import choose_encoding, clip_state, url
 from posviz.positions.base import METRICS
@@ -119,6 +119,7 @@ st.markdown(
     "is averaged over the words.")
 require_text(lm, "of one repeated word through the first layer")
 require_weights(lm, "of one repeated word through the first layer")
+require_attention(lm, "Identical-word attention")
 longest = min(max_identical_length(lm), MAX_IDENTICAL_LENGTH)
 c1, c2 = st.columns(2)
 clip_state("length", 3, longest)

@@ -65,6 +65,8 @@ class Family:
     segment: str | None = None
     layernorm: str | None = None
     text_tower: str | None = None
+    unread_attention: str = ""
+    head_ratio: str | None = None
 
     @property
     def scheme(self) -> str:
@@ -226,7 +228,11 @@ _FUNNEL = Family((ForwardBuiltSpec(
           "attention_type is \"factorized\"), re-gathered for the pooled positions of each block and projected "
           "by each layer's `r_kernel` with the biases `r_r_bias` (Transformer-XL style). posviz does not show "
           "it: there is no module whose values it could read, only the formula.")),),
-                 token=("embeddings.word_embeddings",), layernorm="embeddings.layer_norm")
+                 token=("embeddings.word_embeddings",), layernorm="embeddings.layer_norm",
+                 unread_attention=("Funnel Transformer pools the sequence between its blocks (Dai et al., 2020): "
+                                   "later layers attend over fewer positions than there are tokens."))
+_WINDOWED = ("it attends within a sliding window of keys, plus a few global tokens (Beltagy et al., 2020): its "
+             "attention weights are given per window, not as one query × key matrix.")
 
 
 def _big_bird(config) -> Family:
@@ -290,9 +296,13 @@ def _xlm(config) -> Family:
 def _reformer(config) -> Family:
     table = (AxialTableSpec("embeddings.position_embeddings") if getattr(config, "axial_pos_embds", True)
              else LearnedTableSpec("embeddings.position_embeddings.embedding"))
-    return Family((table,), token=("embeddings.word_embeddings",))
+    return Family((table,), token=("embeddings.word_embeddings",),
+                  unread_attention=("Reformer attends within chunks of keys, by locality-sensitive hashing or local "
+                                    "chunks (Kitaev et al., 2020): its attention weights are per chunk, not one "
+                                    "query × key matrix."))
 
 
+_NO_ATTENTION = "it has no attention layers: each token mixes the ones before it through its recurrence."
 _CONV = ConvPositionsSpec("encoder.pos_conv_embed")
 _WAVLM_GATE = ("WavLM multiplies this bias, per head and query, by a gate computed from the query's content "
                "(a·(b·c − 1) + 2, with a and b sigmoids of the query and c learned per head: Chen et al., 2022); "
@@ -406,9 +416,9 @@ FAMILIES: dict[str, Family | Callable[..., Family]] = {
     "wavlm": Family((ConvPositionsSpec("encoder.pos_conv_embed", component="convolution"),
                      RelativeBiasSpec("encoder.layers.0.attention", wavlm_buckets, table="rel_attn_embed",
                                       note=_WAVLM_GATE, component="relative bias"))),
-    **{name: Family((NoPositionsSpec(reason=_SCAN),), token=("embeddings",))
+    **{name: Family((NoPositionsSpec(reason=_SCAN),), token=("embeddings",), unread_attention=_NO_ATTENTION)
        for name in ("mamba", "mamba2", "falcon_mamba")},
-    "rwkv": Family((NoPositionsSpec(reason=_RWKV),), token=("embeddings",)),
+    "rwkv": Family((NoPositionsSpec(reason=_RWKV),), token=("embeddings",), unread_attention=_NO_ATTENTION),
     # no token path: XLNet runs time-major, its word_embedding outputs [n, batch, d], not the [batch, n, d] of
     # the input representation
     "xlnet": Family((RelativeSinusoidSpec(),)),
@@ -418,10 +428,10 @@ FAMILIES: dict[str, Family | Callable[..., Family]] = {
 
     # ---------------------------------------------------------------- more text families
     "longformer": Family((LearnedTableSpec("embeddings.position_embeddings", padding_offset, note=_LONGFORMER_NOTE),),
-                         **_BERT_LIKE),
+                         **_BERT_LIKE, unread_attention=_WINDOWED),
     "big_bird": _big_bird,
     "led": Family((LearnedTableSpec("encoder.embed_positions"),), token=("encoder.embed_tokens",),
-                  layernorm="encoder.layernorm_embedding"),
+                  layernorm="encoder.layernorm_embedding", unread_attention=_WINDOWED),
     "deberta": _deberta,
     "layoutlm": _LAYOUTLM,
     "gpt_neo": Family((LearnedTableSpec("wpe"),), token=("wte",)),
@@ -430,7 +440,7 @@ FAMILIES: dict[str, Family | Callable[..., Family]] = {
     "openai-gpt": Family((LearnedTableSpec("positions_embed"),), token=("tokens_embed",)),
     "biogpt": Family((LearnedTableSpec("embed_positions", module_offset),), token=("embed_tokens",)),
     "funnel": _FUNNEL,
-    "convbert": _BERT_ARCHITECTURE,
+    "convbert": Family((LearnedTableSpec("embeddings.position_embeddings"),), **_BERT_LIKE, head_ratio="head_ratio"),
     "mobilebert": Family((LearnedTableSpec("embeddings.position_embeddings"),),
                          **{**_BERT_LIKE, "token": ("embeddings.embedding_transformation",)}),
     "squeezebert": _BERT_ARCHITECTURE,

@@ -258,8 +258,11 @@ class LoadedModel:
 
     @property
     def num_heads(self) -> int:
-        """Attention heads per layer (of the encoder, for an encoder-decoder model)."""
-        return self._config_int("num_attention_heads", "n_head", "encoder_attention_heads", "num_heads", "n_heads")
+        """Attention heads per layer (of the encoder, for an encoder-decoder model): the configured heads,
+        divided by the family's :attr:`~posviz.families.Family.head_ratio` where it has one (ConvBERT)."""
+        heads = self._config_int("num_attention_heads", "n_head", "encoder_attention_heads", "num_heads", "n_heads")
+        ratio = self._config_int(self.family.head_ratio) if self.family.head_ratio else None
+        return heads // ratio if ratio else heads
 
     @property
     def num_parameters(self) -> int:

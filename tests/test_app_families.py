@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from posviz.analysis.similarity import block_mean
+from posviz.app.widgets import DEFAULT_TEXT, DEFAULT_TEXT_PAIR
 from posviz.views import positions
 from posviz.views.limits import MAX_CELLS
 from tests.support.apptest import apptest_like_browser  # noqa: F401  the autouse AppTest shims
@@ -57,3 +58,28 @@ def test_similarity_page_shows_each_components_matrix(family, tiny_path, tiny_lm
         heat = next(f for f in figures(at) if f["data"][0]["type"] == "heatmap")
         expected, _ = block_mean(m.values[0] if m.per_head else m.values, MAX_CELLS)  # as the figure sends it
         np.testing.assert_allclose(arr(heat["data"][0]["z"]), expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("family, says", [("mamba", "it has no attention layers"), ("rwkv", "no attention layers"),
+                                          ("longformer", "sliding window of keys"), ("led", "sliding window"),
+                                          ("reformer", "locality-sensitive hashing"), ("funnel", "pools the sequence")])
+def test_attention_pages_say_why_they_cannot_read_it(family, says, tiny_path):
+    for page, what in (("attention", "Attention patterns"), ("properties", "Identical-word attention")):
+        at = _open(tiny_path, family, page)
+        message = at.info[-1].value
+        assert message.startswith(f"{what} cannot be shown for") and says in message, message
+
+
+def test_convbert_attention_is_its_attending_heads(tiny_path, tiny_lm, reference):
+    """ConvBERT attends with num_attention_heads / head_ratio heads (the others are convolutions)."""
+    import torch
+
+    lm = tiny_lm("convbert")
+    model, tokenizer = reference("convbert")
+    assert lm.num_heads == lm.config.num_attention_heads // lm.config.head_ratio
+    at = _open(tiny_path, "convbert", "attention", layer=0, head=lm.num_heads - 1)
+    heat = next(f for f in figures(at) if f["data"][0]["type"] == "heatmap")
+    inputs = tokenizer(DEFAULT_TEXT, DEFAULT_TEXT_PAIR, return_tensors="pt")  # the page's default input
+    with torch.no_grad():
+        own = model(**inputs, output_attentions=True).attentions[0][0, lm.num_heads - 1].numpy()
+    np.testing.assert_allclose(arr(heat["data"][0]["z"]), own, rtol=1e-5, atol=1e-6)

@@ -81,6 +81,15 @@ def require_weights(lm: LoadedModel, what: str) -> None:
         st.stop()
 
 
+def require_attention(lm: LoadedModel, what: str) -> None:
+    """Stop the page (or the rest of it) with a way forward where posviz cannot read the family's attention
+    as query × key weights (:attr:`posviz.families.Family.unread_attention`); ``what`` names the view."""
+    if lm.family.unread_attention:
+        st.info(f"{what} cannot be shown for {lm.short_name}: {lm.family.unread_attention} Its positions are on the "
+                "Model, Position similarity and Projection pages.", icon=":material/info:")
+        st.stop()
+
+
 def truncation_notice(truncated: int, lm: LoadedModel, paired: bool = False, limit: int | None = None) -> None:
     """Say how many tokens were dropped, when any were (``paired``: the input had a second sentence;
     ``limit``: the tokens read were limited below the model's positions)."""
