@@ -62,6 +62,13 @@ class Patch:
     transform: Callable[[Any], Any]
 
 
+def output_patch(root: nn.Module, path: str, description: str, transform: Callable[[Any], Any]) -> list[Patch]:
+    """``[Patch(description, module, transform)]`` for the module at ``path`` below ``root``
+    (:func:`resolve`); ``[]`` where the model has no such module (an optional part)."""
+    module = resolve(root, path)
+    return [] if module is None else [Patch(description, module, transform)]
+
+
 @contextmanager
 def hooked(capture: Mapping[str, nn.Module] | None = None,
            patches: Sequence[Patch] = (), inputs: Mapping[str, nn.Module] | None = None) -> Iterator[dict[str, Any]]:

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from posviz.hooks import Patch, resolve
+from posviz.hooks import Patch, output_patch, resolve
 from posviz.positions.base import PositionEncoding, PositionSpec, Signature
 
 #: Most positions the Model page's norm-by-position figure draws (every k-th beyond).
@@ -116,7 +116,4 @@ class AxialTableSpec(PositionSpec):
         return (self.path,)
 
     def removal(self, model: nn.Module) -> list[Patch]:
-        module = resolve(model, self.path)
-        if module is None:
-            return []
-        return [Patch(f"`{self.path}` output set to 0 (no position vector added)", module, torch.zeros_like)]
+        return output_patch(model, self.path, f"`{self.path}` output set to 0 (no position vector added)", torch.zeros_like)

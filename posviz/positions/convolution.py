@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from posviz.hooks import Patch, resolve
+from posviz.hooks import Patch, output_patch, resolve
 from posviz.positions.base import PositionEncoding, PositionSpec, Signature
 
 
@@ -129,7 +129,4 @@ class ConvPositionsSpec(PositionSpec):
         return (self.path,)
 
     def removal(self, model: nn.Module) -> list[Patch]:
-        module = resolve(model, self.path)
-        if module is None:
-            return []
-        return [Patch(f"`{self.path}` output set to 0 (nothing added to the features)", module, torch.zeros_like)]
+        return output_patch(model, self.path, f"`{self.path}` output set to 0 (nothing added to the features)", torch.zeros_like)

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from posviz.hooks import Patch, resolve
+from posviz.hooks import Patch, output_patch, resolve
 from posviz.positions.base import PositionEncoding, PositionSpec, Signature
 
 
@@ -138,7 +138,4 @@ class LearnedTableSpec(PositionSpec):
         return None if found is None else int(found[0].shape[0]) - found[1]
 
     def removal(self, model: nn.Module) -> list[Patch]:
-        module = resolve(model, self.path)
-        if module is None:
-            return []
-        return [Patch(f"`{self.path}` output set to 0 (no position vector added)", module, torch.zeros_like)]
+        return output_patch(model, self.path, f"`{self.path}` output set to 0 (no position vector added)", torch.zeros_like)

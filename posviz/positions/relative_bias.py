@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from posviz.hooks import Patch, resolve
+from posviz.hooks import Patch, output_patch, resolve
 from posviz.positions.base import PositionEncoding, PositionSpec, Signature
 
 #: Offsets of the Model page's bias-by-offset figure.
@@ -160,7 +160,4 @@ class RelativeBiasSpec(PositionSpec):
         return (self.table_path,)
 
     def removal(self, model: nn.Module) -> list[Patch]:
-        module = resolve(model, self.table_path)
-        if module is None:
-            return []
-        return [Patch(f"`{self.table_path}` output set to 0 (relative bias 0)", module, torch.zeros_like)]
+        return output_patch(model, self.table_path, f"`{self.table_path}` output set to 0 (relative bias 0)", torch.zeros_like)

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from posviz.hooks import Patch, resolve
+from posviz.hooks import Patch, output_patch, resolve
 from posviz.positions.base import PositionEncoding, PositionSpec, Signature, layer_list
 
 #: Rotary frequencies are shown in this many bands, fastest first.
@@ -249,7 +249,4 @@ class RotarySpec(PositionSpec):
         return (self.path,)
 
     def removal(self, model: nn.Module) -> list[Patch]:
-        module = resolve(model, self.path)
-        if module is None:
-            return []
-        return [Patch(f"`{self.path}` returns cos = 1, sin = 0 (no rotation)", module, _identity(self.output))]
+        return output_patch(model, self.path, f"`{self.path}` returns cos = 1, sin = 0 (no rotation)", _identity(self.output))
