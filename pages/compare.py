@@ -19,7 +19,7 @@ key, lm = current_model()
 
 st.title("Compare")
 encoding = choose_encoding(lm)
-require_vectors(encoding, lm, "its positions are a bias per head, not vectors to compare with a sinusoid")
+require_vectors(encoding, lm, "to compare with a sinusoid")
 
 c1, c2, c3 = st.columns([2, 1, 2])
 hosted = settings.hosted()
@@ -48,7 +48,7 @@ else:
     except ModelLoadError as exc:
         st.error(str(exc), icon=":material/warning:")
         st.stop()
-    require_vectors(other_lm.encodings[0], other_lm, "there are no position vectors to compare")
+    require_vectors(other_lm.encodings[0], other_lm, "to compare")
     other_name = other_lm.name
     n = min(encoding.num_positions, other_lm.encodings[0].num_positions)
 

@@ -31,9 +31,10 @@ if not family.token:
             icon=":material/info:")
     st.stop()
 if not adds_positions:
+    inside = ("Position enters inside attention; see the Position similarity page."
+              if any(e.has_vectors or e.has_bias for e in lm.encodings) else lm.encodings[0].describe())
     st.info(f"{lm.name} uses {lm.scheme_label}: no position vector is added to its input, so its input "
-            "representation is the same for a word wherever it stands. Position enters inside attention; "
-            "see the Position similarity page.", icon=":material/info:")
+            f"representation is the same for a word wherever it stands. {inside}", icon=":material/info:")
 
 with st.spinner("Running the embedding layer …"):
     emb = caches.input_parts(key, text, text_pair)

@@ -17,7 +17,7 @@ facts = [
     ("Max tokens", f"{lm.max_tokens:,}"),
     ("Width", str(lm.config.get_text_config().hidden_size)),
     ("Layers", str(lm.num_layers)),
-    ("Heads", str(lm.num_heads)),
+    ("Heads", str(lm.num_heads) if lm.num_heads else "none"),
     ("Parameters", f"{lm.num_parameters / 1e6:,.1f} M"),
     ("Device", str(lm.device)),
     ("Dtype", str(lm.dtype).removeprefix("torch.")),

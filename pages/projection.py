@@ -14,7 +14,7 @@ key, lm = current_model()
 
 st.title("Projection of the position vectors")
 encoding = choose_encoding(lm)
-require_vectors(encoding, lm, "it has no vector per position to project, only a bias per head")
+require_vectors(encoding, lm, "to project")
 
 n = encoding.num_positions
 c1, c2, c3, c4 = st.columns([1, 1, 2, 1])

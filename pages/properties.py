@@ -44,9 +44,9 @@ hidden = int(lm.config.get_text_config().hidden_size)
 st.header("From P·Pᵀ")
 if not encoding.has_vectors:
     reason = ("its positions are a bias on the attention score of each head, not a vector per position"
-              if encoding.has_bias else "it adds no positional information")
+              if encoding.has_bias else "it has no vector per position")
     st.info(f"{lm.name} uses {lm.scheme_label}: {reason}, so there is **no P·Pᵀ** and none of these three "
-            "scores exists for it. Its properties are read from attention only, in the next section.",
+            "scores exists for it. Its properties can only be read from attention, in the next section.",
             icon=":material/info:")
     if encoding.has_bias:
         explain(encoding)

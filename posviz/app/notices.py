@@ -24,18 +24,28 @@ def explain(encoding: PositionEncoding) -> None:
 def require_vectors(encoding: PositionEncoding, lm: LoadedModel, what: str) -> None:
     """Stop the page with a way forward where the scheme has no vector per position.
 
-    ``what`` says why the view needs vectors, e.g. "it has no vector per position to project".
+    ``what`` says what the view would do with vectors, e.g. "to project".
     """
     if not encoding.has_vectors:
-        st.info(f"{lm.name} uses {lm.scheme_label}: {what}. Its position-position structure is on the "
-                "Position similarity page; pick a model with learned, sinusoidal or rotary positions to "
-                "see this view.", icon=":material/info:")
+        if encoding.has_bias:
+            why = (f"its positions are a bias per head on the attention scores, not vectors {what}. Its "
+                   "position-position structure is on the Position similarity page")
+        else:
+            why = f"it has no vector per position {what}; what it has is said below"
+        st.info(f"{lm.name} uses {lm.scheme_label}: {why}. Pick a model with learned, sinusoidal or rotary positions "
+                "to see this view.", icon=":material/info:")
         explain(encoding)
         st.stop()
 
 
-#: What a model that reads no text takes instead, in words, by :attr:`posviz.LoadedModel.input_kind`.
-_INPUTS = {"image": "an image", "audio": "audio"}
+def positions_pages(lm: LoadedModel) -> str:
+    """The pages that show something of ``lm``'s positions, in words ("the Model page" where it has neither
+    vectors nor a bias: a convolution, a recurrence)."""
+    if any(e.has_vectors for e in lm.encodings):
+        return "the Model, Position similarity, Projection and Compare pages"
+    if any(e.has_bias for e in lm.encodings):
+        return "the Model and Position similarity pages"
+    return "the Model page"
 
 
 def require_text(lm: LoadedModel, what: str) -> None:
@@ -47,9 +57,8 @@ def require_text(lm: LoadedModel, what: str) -> None:
     if not lm.reads_text:
         needs = _INPUTS.get(lm.input_kind, f"`{lm.input_kind}`")
         st.info(f"{lm.name} reads {needs}, not text: this view runs sentences {what}, so it needs a model that "
-                f"reads text; posviz does not feed a model {needs}. Its positions are on the Model, Position "
-                "similarity, Projection and Compare pages; for this view, pick a text model (or the bundled one) "
-                "in the sidebar.", icon=":material/image:" if lm.input_kind == "image" else ":material/info:")
+                f"reads text; posviz does not feed a model {needs}. Its positions are on {positions_pages(lm)}; "
+                "for this view, pick a text model (or the bundled one) in the sidebar.", icon=":material/image:" if lm.input_kind == "image" else ":material/info:")
         st.stop()
 
 
@@ -85,8 +94,8 @@ def require_attention(lm: LoadedModel, what: str) -> None:
     """Stop the page (or the rest of it) with a way forward where posviz cannot read the family's attention
     as query × key weights (:attr:`posviz.families.Family.unread_attention`); ``what`` names the view."""
     if lm.family.unread_attention:
-        st.info(f"{what} cannot be shown for {lm.short_name}: {lm.family.unread_attention} Its positions are on the "
-                "Model, Position similarity and Projection pages.", icon=":material/info:")
+        st.info(f"{what} cannot be shown for {lm.short_name}: {lm.family.unread_attention} Its positions are on "
+                f"{positions_pages(lm)}.", icon=":material/info:")
         st.stop()
 
 

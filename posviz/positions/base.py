@@ -77,18 +77,31 @@ class Layers:
 
 
 def layer_list(layers: tuple[int, ...]) -> str:
-    """Layers in words, 0-based: "layer 3", "layers 0, 3 and 6", "8 layers (0, 3, 6 … 21)".
+    """Layers in words, 0-based, every one of them named: "layer 3", "layers 0, 3 and 6"; a long list by
+    the layers it leaves out of its span ("22 layers: 0 to 25 but 5, 11, 17 and 23").
 
     Examples
     --------
-    >>> layer_list((3,)), layer_list((0, 3, 6)), layer_list(tuple(range(0, 24, 3)))
-    ('layer 3', 'layers 0, 3 and 6', '8 layers (0, 3, 6 … 21)')
+    >>> layer_list((3,)), layer_list((0, 3, 6)), layer_list((0, 1, 2, 4, 5, 6))
+    ('layer 3', 'layers 0, 3 and 6', 'layers 0, 1, 2, 4, 5 and 6')
+    >>> layer_list(tuple(i for i in range(26) if i % 6 != 5)), layer_list(tuple(range(0, 24, 3)))
+    ('22 layers: 0 to 25 but 5, 11, 17 and 23', '8 layers: 0, 3, 6, 9, 12, 15, 18 and 21')
     """
+    def listed(items) -> str:
+        items = [str(i) for i in items]
+        return items[0] if len(items) == 1 else ", ".join(items[:-1]) + f" and {items[-1]}"
+
     if len(layers) == 1:
         return f"layer {layers[0]}"
-    if len(layers) <= 4:
-        return "layers " + ", ".join(map(str, layers[:-1])) + f" and {layers[-1]}"
-    return f"{len(layers)} layers ({', '.join(map(str, layers[:3]))} … {layers[-1]})"
+    if len(layers) <= 6:
+        return f"layers {listed(layers)}"
+    first, last = layers[0], layers[-1]
+    missing = [i for i in range(first, last + 1) if i not in layers]
+    if not missing:
+        return f"{len(layers)} layers: {first} to {last}"
+    if len(missing) < len(layers) / 2:
+        return f"{len(layers)} layers: {first} to {last} but {listed(missing)}"
+    return f"{len(layers)} layers: {listed(layers)}"
 
 
 @dataclass(frozen=True)

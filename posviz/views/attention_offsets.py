@@ -144,7 +144,9 @@ def head_offsets(profile: OffsetProfile, prediction: tuple[np.ndarray, np.ndarra
     fig = figures.line_panels(panels, title, "offset j − i", ylabels, notes=[_source(profile)])
     caption = ("Left, what the trained head does; right, the score its positional scheme gives each offset with "
                "content removed (rotary: the kernel; ALiBi: −slope·|offset|; a learned table: P·Pᵀ by offset). "
-               "Where the two share a shape, position drives the head.")
+               "Where the two share a shape, position drives the head." if prediction is not None else
+               f"What the trained head does. Its layer's scheme ({scheme}) gives no score by offset, so there is "
+               "nothing to set beside it: any shape here comes from content and from what earlier layers wrote.")
     return View(fig, title, arrays, caption)
 
 
