@@ -28,7 +28,7 @@ def require_vectors(encoding: PositionEncoding, lm: LoadedModel, what: str) -> N
     """
     if not encoding.has_vectors:
         if encoding.has_bias:
-            why = (f"its positions are a bias per head on the attention scores, not vectors {what}. Its "
+            why = (f"its positions are a bias per head on the attention scores: no vector per position {what}. Its "
                    "position-position structure is on the Position similarity page")
         else:
             why = f"it has no vector per position {what}; what it has is said below"
@@ -46,6 +46,9 @@ def positions_pages(lm: LoadedModel) -> str:
     if any(e.has_bias for e in lm.encodings):
         return "the Model and Position similarity pages"
     return "the Model page"
+
+
+_INPUTS = {"image": "an image", "audio": "audio"}
 
 
 def require_text(lm: LoadedModel, what: str) -> None:
