@@ -541,7 +541,7 @@ def vector_heatmaps(panels: dict[str, np.ndarray], title: str, row_labels: list[
     fig.update_yaxes(autorange="reversed")
     if len(row_labels) <= MAX_LABELS:
         token_ticks(fig, "y", row_labels)
-    fig.update_layout(coloraxis=dict(colorscale=DIVERGING, cmin=-limit, cmax=limit, colorbar=colour_bar("value")))
+    fig.layout.coloraxis = dict(colorscale=DIVERGING, cmin=-limit, cmax=limit, colorbar=colour_bar("value"))
     return fig
 
 
@@ -637,7 +637,7 @@ def grid_heatmaps(panels: dict[str, np.ndarray], x: np.ndarray, y_labels: list[s
         fig.update_xaxes(title=xlabel, row=1, col=i + 1)
     fig.update_yaxes(autorange="reversed", type="category")
     fig.update_yaxes(title=ylabel, row=1, col=1)
-    fig.update_layout(coloraxis=dict(colorscale=SEQUENTIAL, cmin=zmin, cmax=zmax, colorbar=colour_bar(colorbar)))
+    fig.layout.coloraxis = dict(colorscale=SEQUENTIAL, cmin=zmin, cmax=zmax, colorbar=colour_bar(colorbar))
     return fig
 
 

@@ -109,10 +109,9 @@ def new_figure(title: str, height: int | None = 560, notes: Sequence[str] = (), 
         cells: 1; small multiples: their columns ÷ rows), kept in ``layout.meta["aspect"]`` for the
         app's layout and for exports (:func:`aspect_of`).
     """
-    fig = go.Figure()
-    fig.update_layout(template=TEMPLATE, font=dict(size=FONT), margin=_MARGIN, colorway=QUALITATIVE,
-                      height=height, meta={"title": title, "subtitle": " · ".join(notes), "aspect": aspect,
-                                           "look": "screen"})
+    fig = go.Figure(layout=dict(template=TEMPLATE, font=dict(size=FONT), margin=_MARGIN, colorway=QUALITATIVE,
+                                height=height, meta={"title": title, "subtitle": " · ".join(notes), "aspect": aspect,
+                                                     "look": "screen"}))
     _place_title(fig)
     return fig
 
@@ -158,16 +157,17 @@ def _place_title(fig: go.Figure) -> None:
     tile_lines = int(meta.get("tiles") or 0)
     pad = TITLE_GAP + round(lines * look.subtitle_font * 1.3) + (round((0.4 + 1.2 * tile_lines) * look.tile_font)
                                                                  if tile_lines else 0)
-    fig.update_layout(title=dict(text=wrap(title, chars), x=0, xanchor="left", automargin=True, yref="paper", y=1,
-                                 yanchor="bottom", pad=dict(b=pad), font_size=font,
-                                 subtitle=dict(text=subtitle or None, font_size=look.subtitle_font)))
+    # assigned whole (this function sets every property of the title): a tenth of update_layout's time
+    fig.layout.title = dict(text=wrap(title, chars), x=0, xanchor="left", automargin=True, yref="paper", y=1,
+                            yanchor="bottom", pad=dict(b=pad), font=dict(size=font),
+                            subtitle=dict(text=subtitle or None, font=dict(size=look.subtitle_font)))
     if meta.get("tiles") and fig.layout.annotations[0].font.size != look.tile_font:  # once per look: 6 ms for 12
         fig.update_annotations(font_size=look.tile_font)
 
 
 def _remember(fig: go.Figure, **meta) -> go.Figure:
     """Keep ``meta`` in ``layout.meta`` and set the title again; returns the figure."""
-    fig.update_layout(meta={**(fig.layout.meta or {}), **meta})
+    fig.layout.meta = {**(fig.layout.meta or {}), **meta}
     _place_title(fig)
     return fig
 
