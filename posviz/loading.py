@@ -479,8 +479,7 @@ def load_model(name_or_path: str | None = None, *, revision: str | None = None, 
         raise ModelLoadError(_explain(display, revision, exc)) from exc
     family, detection = family_for(config)
     kind = input_kind(config)
-    # the Hub's answer; offline, transformers reads the commit from the cached snapshot's folder name
-    commit = files.commit if files is not None else getattr(config, "_commit_hash", None)
+    commit = files.commit if files is not None else hub.cached_commit(path, revision or None)  # offline: the cache's
     if positions_only:
         step("Reading the positional tensors (the other weights stay where they are) …")
         try:

@@ -6,8 +6,9 @@ view from the model with the library's own functions, as the app's pages and the
 (:mod:`posviz.standard_set`) compute it; so a figure downloaded or exported with a recipe is the
 figure ``build`` makes again, for the same model and versions.
 
-The views that have a recipe are the keys of :data:`BUILDERS` (the standard set's, and the other views
-of the Position similarity, Projection, Input representation and Model pages). Example::
+The views that have a recipe are the keys of :data:`BUILDERS` (the standard set's, the other views of
+the Position similarity, Projection, Input representation and Model pages, and the Attention page's
+layer views of a whole encoder input). Example::
 
     view = build(lm, recipe("q-profile", component="", metric="dot", q=128, head=None))
 """
@@ -101,9 +102,10 @@ def _text(lm: LoadedModel, sentence: str) -> None:
         raise ValueError("Give a sentence: the input representation and attention figures need one.")
 
 
-def encoder_attention(lm: LoadedModel, sentence: str, layer: int = 0, head: int = 0
+def encoder_attention(lm: LoadedModel, sentence: str, layer: int = 0, head: int = 0, text_pair: str | None = None
                       ) -> tuple[np.ndarray, list[str], list[str], str | None]:
-    """The self-attention of ``sentence`` in the model's (encoder's) layers, checked against ``layer`` and ``head``.
+    """The self-attention of ``sentence`` (and ``text_pair``) in the model's (encoder's) layers, checked
+    against ``layer`` and ``head``.
 
     Returns
     -------
@@ -123,7 +125,7 @@ def encoder_attention(lm: LoadedModel, sentence: str, layer: int = 0, head: int 
     _text(lm, sentence)
     model = lm.short_name
     stack = "encoder" if lm.config.is_encoder_decoder else None
-    patterns, rows, cols = attention(lm, sentence).stack("encoder")
+    patterns, rows, cols = attention(lm, sentence, text_pair).stack("encoder")
     layers, heads = patterns.shape[:2]
     if not 0 <= layer < layers:
         kind = "encoder layers" if stack else "layers"
@@ -211,7 +213,7 @@ def _input(lm: LoadedModel, sentence: str, text_pair: str | None):
     _text(lm, sentence)
     if not lm.family.token:
         raise ValueError(f"posviz does not know where {lm.model_type} keeps its token embeddings.")
-    return input_representation(lm, sentence, text_pair or None)
+    return input_representation(lm, sentence, text_pair)
 
 
 def _input_norms(lm: LoadedModel, *, sentence: str, text_pair: str | None = None) -> View:
@@ -229,13 +231,18 @@ def _input_similarity(lm: LoadedModel, *, sentence: str, text_pair: str | None =
     return input_views.input_similarity(_input(lm, sentence, text_pair))
 
 
-def _attention_head(lm: LoadedModel, *, sentence: str, layer: int, head: int) -> View:
-    patterns, rows, cols, stack = encoder_attention(lm, sentence, layer, head)
+def _attention_head(lm: LoadedModel, *, sentence: str, text_pair: str | None = None, layer: int, head: int) -> View:
+    patterns, rows, cols, stack = encoder_attention(lm, sentence, layer, head, text_pair)
     return attention_views.attention_head(patterns[layer], rows, cols, layer=layer, head=head, stack=stack)
 
 
-def _attention_grid(lm: LoadedModel, *, sentence: str, layer: int) -> View:
-    patterns, rows, cols, stack = encoder_attention(lm, sentence, layer)
+def _attention_mean(lm: LoadedModel, *, sentence: str, text_pair: str | None = None, layer: int) -> View:
+    patterns, rows, cols, stack = encoder_attention(lm, sentence, layer, text_pair=text_pair)
+    return attention_views.attention_mean(patterns[layer], rows, cols, layer=layer, stack=stack)
+
+
+def _attention_grid(lm: LoadedModel, *, sentence: str, text_pair: str | None = None, layer: int) -> View:
+    patterns, rows, cols, stack = encoder_attention(lm, sentence, layer, text_pair=text_pair)
     return attention_views.attention_grid(patterns[layer], rows, cols, layer=layer, stack=stack)
 
 
@@ -259,6 +266,7 @@ BUILDERS: dict[str, Callable[..., View]] = {
     "input-vectors": _input_vectors,
     "input-similarity": _input_similarity,
     "attention-head": _attention_head,
+    "attention-mean": _attention_mean,
     "attention-grid": _attention_grid,
     "offset-grid": _offset_grid,
 }
