@@ -1,7 +1,8 @@
 """A figure's sidecar: the small JSON file beside it that says how to make it again.
 
-Every figure the export command writes, and every figure downloaded from the app, has one
-(``<file stem>.json`` beside ``<file stem>.html``, ``.png``, ``.svg``, ``.csv``, ``.npz``). It holds:
+Every figure the export command writes has one (``<file stem>.json`` beside ``<file stem>.html``,
+``.png``, ``.svg``, ``.csv``, ``.npz``), and the app offers one ("JSON") beside the downloads of each
+view whose page says how it made it (:func:`posviz.app.downloads.show`'s ``recipe``). It holds:
 
 * ``posviz_sidecar``: the version of this layout (:data:`SCHEMA`);
 * ``view`` and ``settings``: the view's id and every setting that makes it (:class:`posviz.recipes.Recipe`);
