@@ -22,6 +22,7 @@ from posviz.views import attention as views
 from posviz.views.attention import marked
 from posviz.views import attention_offsets as offset_views
 from posviz.views.limits import MAX_LABELS
+from posviz.recipes import recipe
 
 #: Tokens a side of the zoom's default window (from the first token): its labels can be read.
 ZOOM = 32
@@ -133,13 +134,22 @@ if hide and kept.block == 1:
     patterns, query_tokens, key_tokens, hidden = without_special(patterns, query_tokens, key_tokens,
                                                                  set(lm.tokenizer.all_special_tokens))
 shown = dict(layer=layer, stack=stack if encoder_decoder else None, hidden=hidden, summary=(kept.block, reduction))
+# a sidecar where the figures are those of the whole encoder input: every weight, nothing hidden or generated
+whole = stack == "encoder" and kept.block == 1 and hidden is None and limit is None and not generated
+
+
+def made(view: str, **more):
+    return recipe(view, sentence=text, text_pair=text_pair, layer=layer, **more) if whole else None
+
+
 with figures_box:
     left, right = layout.pair()
     with left:
-        show(views.attention_head(patterns, query_tokens, key_tokens, head=head, **shown))
+        show(views.attention_head(patterns, query_tokens, key_tokens, head=head, **shown),
+             recipe=made("attention-head", head=head))
     with right:
-        show(views.attention_mean(patterns, query_tokens, key_tokens, **shown))
-    show(views.attention_grid(patterns, query_tokens, key_tokens, **shown))
+        show(views.attention_mean(patterns, query_tokens, key_tokens, **shown), recipe=made("attention-mean"))
+    show(views.attention_grid(patterns, query_tokens, key_tokens, **shown), recipe=made("attention-grid"))
 if window is not None:
     zoomed = kept.window_patterns if kept.block > 1 else kept.patterns[:, window.q0:window.q1, window.k0:window.k1]
     with zoom_box:

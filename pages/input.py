@@ -7,6 +7,7 @@ from posviz.app.downloads import show
 from posviz.app.notices import require_text, require_weights, truncation_notice
 from posviz.app.navigation import current_model
 from posviz.app.widgets import sentence_inputs, url
+from posviz.recipes import recipe
 from posviz.views import input as views
 
 key, lm = current_model()
@@ -44,16 +45,17 @@ if emb.other is not None:
                "embedding LayerNorm receives, less their sum): LayoutLM's box embeddings for the default box "
                "(0, 0, 0, 0), ERNIE 3's task embedding.")
 
-show(views.part_norms(emb))
+sentences = dict(sentence=text, text_pair=text_pair)
+show(views.part_norms(emb), recipe=recipe("input-norms", **sentences))
 part = st.radio("Vectors", list(emb.parts), horizontal=True, **url("part"))
-show(views.part_vectors(emb, part))
+show(views.part_vectors(emb, part), recipe=recipe("input-vectors", part=part, **sentences))
 
 if not adds_positions:
     st.stop()  # nothing is added per position: every copy of a word has the same input
 st.subheader("Same word, other position")
 left, right = layout.pair([3, 2])
 with left:
-    show(views.input_similarity(emb))
+    show(views.input_similarity(emb), recipe=recipe("input-similarity", **sentences))
 with right:
     st.markdown("A word that occurs twice has the same token embedding both times, yet a different input sum, "
                 "because the position embedding added to it differs: that is all the model knows of word order.")

@@ -6,6 +6,7 @@ from posviz import settings
 from posviz.app.downloads import show
 from posviz.app.notices import explain
 from posviz.app.navigation import current_model
+from posviz.recipes import recipe
 from posviz.views import positions
 
 key, lm = current_model()
@@ -36,7 +37,7 @@ if lm.detection is not None:
             icon=":material/search:")
 if lm.layer_strip:
     st.subheader("Layer by layer")
-    show(positions.layer_strip(lm.layer_strip))
+    show(positions.layer_strip(lm.layer_strip), recipe=recipe("layer-strip"))
 
 for encoding in lm.encodings:
     if encoding.component:
@@ -44,4 +45,4 @@ for encoding in lm.encodings:
     explain(encoding)
     view = positions.signature(encoding)
     if view is not None:
-        show(view)
+        show(view, recipe=recipe("signature", component=encoding.component))

@@ -8,6 +8,7 @@ from posviz.app.downloads import show
 from posviz.app.notices import require_vectors
 from posviz.app.navigation import current_model
 from posviz.app.widgets import choose_encoding, position_range, url
+from posviz.recipes import recipe
 from posviz.views import patch_grid, positions
 
 key, lm = current_model()
@@ -44,4 +45,6 @@ except ValueError as exc:  # fewer positions than dimensions
     st.info(str(exc), icon=":material/info:")
     st.stop()
 show(positions.projection(coords, rows, encoding.vector_name, method=method, boundaries=boundaries, path=path,
-                          grid=encoding.grid, colour=colour))
+                          grid=encoding.grid, colour=colour),
+     recipe=recipe("projection", component=encoding.component, method=method, dims=dims, first=first, last=last,
+                   boundaries=boundaries, path=path, colour=colour))

@@ -13,6 +13,7 @@ from posviz.app.notices import explain
 from posviz.app.navigation import current_model
 from posviz.app.widgets import choose_encoding, clip_state, position_range, url
 from posviz.positions.base import METRICS
+from posviz.recipes import recipe
 from posviz.views import patch_grid, positions
 
 key, lm = current_model()
@@ -44,31 +45,36 @@ first, last = position_range(c3, f"{axis.capitalize()}s (row numbers)", n, posit
 with st.spinner("Computing the position-position matrix …"):
     matrix = caches.position_matrix(key, encoding.component, metric, first, last)
 
+made = recipe("position-similarity", component=encoding.component, metric=metric, first=first, last=last,
+              normalize=normalize, clip=clip, head=head)
 if matrix.per_head and head is None:
-    show(positions.position_similarity(matrix, normalize=normalize, clip=clip))
+    show(positions.position_similarity(matrix, normalize=normalize, clip=clip), recipe=made)
 else:
     left, right = layout.pair([5, 4])
     with left:
-        show(positions.position_similarity(matrix, normalize=normalize, clip=clip, head=head))
+        show(positions.position_similarity(matrix, normalize=normalize, clip=clip, head=head), recipe=made)
     with right:
         st.subheader(f"{axis.capitalize()} q against all")
         clip_state("q", 0, n - 1)
         q = st.number_input("q", 0, n - 1, positions.default_q(encoding), **url("q"),
                             help=f"Row number of the {axis}; with a stride, the nearest shown row is used.")
-        show(positions.q_profile(caches.position_matrix(key, encoding.component, metric, 0, n - 1), q, head=head))
+        show(positions.q_profile(caches.position_matrix(key, encoding.component, metric, 0, n - 1), q, head=head),
+             recipe=recipe("q-profile", component=encoding.component, metric=metric, q=q, head=head))
 
 if encoding.grid is not None:
     st.subheader("The patches in their places")
-    show(patch_grid.patch_grid(encoding))
+    show(patch_grid.patch_grid(encoding), recipe=recipe("patch-grid", component=encoding.component))
     special = patch_grid.special_rows(encoding)
     if special is not None:
-        show(special)
+        show(special, recipe=recipe("patch-grid-special", component=encoding.component))
 
 explain(encoding)
 
 if encoding.bands:
     st.subheader("The kernel by offset, one frequency band at a time")
-    show(positions.kernel_bands(encoding, last - first))
+    show(positions.kernel_bands(encoding, last - first),
+         recipe=recipe("kernel-bands", component=encoding.component, span=last - first))
 elif encoding.has_vectors:
     st.subheader("The vectors themselves")
-    show(positions.vectors(encoding, first, last))
+    show(positions.vectors(encoding, first, last),
+         recipe=recipe("position-vectors", component=encoding.component, first=first, last=last))

@@ -1,5 +1,6 @@
 """Command line of posviz: ``python -m posviz export --model ID --sentence TEXT --out DIR`` (and ``--layer``,
-``--head``, ``--q``, ``--range FIRST LAST``, ``--present``, ``--no-images``; ``--help`` says each), and
+``--head``, ``--q``, ``--range FIRST LAST``, ``--present``, ``--no-images``; ``--help`` says each),
+``python -m posviz export --from SIDECAR.json [--out DIR] [--all]`` (a figure made again from its sidecar), and
 ``python -m posviz coverage [--out docs/coverage.md]`` (the coverage table, :mod:`posviz.coverage`)."""
 
 from __future__ import annotations
@@ -19,20 +20,29 @@ def _parser() -> argparse.ArgumentParser:
         "export", help="write the standard figures and arrays of a model and a sentence, for slides",
         description="Write the standard figures (position similarity, position q against all, PCA projection, "
                     "input representation norms, attention of one head and every head of its layer) as offline "
-                    "HTML, PNG and SVG, and their arrays as NPZ and CSV (a header row and the labels). Every file "
-                    "name starts with the model's short name, e.g. all-MiniLM-L6-v2-position-similarity.csv.")
+                    "HTML, PNG and SVG, and their arrays as NPZ and CSV (a header row and the labels), each figure with "
+                    "a JSON sidecar (model, revision or commit, versions, settings). Every file name starts with the "
+                    "model's short name, e.g. all-MiniLM-L6-v2-position-similarity.csv. With --from SIDECAR.json: "
+                    "the figure of that sidecar made again (--all: its whole set).")
     export.add_argument("--model", default=None, metavar="ID",
                         help="Hugging Face Hub id or local folder (default: the bundled all-MiniLM-L6-v2)")
     export.add_argument("--sentence", default=None, metavar="TEXT",
                         help='the sentence for the input and attention figures (default: "The cat chased the dog")')
-    export.add_argument("--out", required=True, type=Path, metavar="DIR", help="folder to write into (created)")
+    export.add_argument("--out", type=Path, default=None, metavar="DIR",
+                        help="folder to write into (created); required, except with --from (default: the current "
+                             "folder)")
+    export.add_argument("--from", dest="sidecar", type=Path, default=None, metavar="SIDECAR",
+                        help="make the figure of this sidecar (the .json beside an exported or downloaded figure) "
+                             "again, from its model, revision and settings")
+    export.add_argument("--all", dest="whole_set", action="store_true",
+                        help="with --from: the whole standard set the sidecar's figure belongs to")
     export.add_argument("--revision", default=None, metavar="R", help="branch, tag or commit of a Hub model")
     export.add_argument("--device", default="auto", metavar="D", help="auto (default), cpu, cuda, mps …")
     export.add_argument("--no-images", action="store_true",
                         help="HTML, NPZ and CSV only (PNG and SVG need Chrome or Chromium)")
-    export.add_argument("--layer", type=int, default=0, metavar="L",
+    export.add_argument("--layer", type=int, default=None, metavar="L",
                         help="the attention figures' layer, 0-based (default 0; an encoder-decoder model's encoder)")
-    export.add_argument("--head", type=int, default=0, metavar="H",
+    export.add_argument("--head", type=int, default=None, metavar="H",
                         help="the attention figure's head, 0-based (default 0)")
     export.add_argument("--q", type=int, default=None, metavar="Q",
                         help='the position of "position q against all", 0-based (default 128, or the last position '
@@ -70,46 +80,113 @@ def export_command(args: argparse.Namespace) -> int:
     Returns
     -------
     int
-        0 on success; 2 with a one-line message on stderr for an empty sentence, an ``--out`` that
-        is a file, no browser for images, a model that cannot be loaded, an unusable device, a
-        ``--layer``, ``--head``, ``--q`` or ``--range`` the model does not have, or a failed write.
+        0 on success; 2 with a one-line message on stderr for an empty sentence, no ``--out`` or one
+        that is a file, no browser for images, a model that cannot be loaded, an unusable device, a
+        ``--layer``, ``--head``, ``--q`` or ``--range`` the model does not have, or a failed write;
+        with ``--from``: also a sidecar that cannot be read or checked (:func:`posviz.sidecar.read`),
+        whose model cannot be had as it was (:func:`posviz.sidecar.load_model`), or given with options
+        the sidecar sets. A sidecar written with other versions (posviz, libraries) or on another
+        device is made again with a note.
     """
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    from tqdm import tqdm
-
     import posviz
-    from posviz import export, standard_set
+    from posviz import standard_set
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # one progress bar: ours
     hf_logging.set_verbosity_error()
     start = time.perf_counter()
+
+    def note(text: str) -> None:
+        print(f"posviz: note: {' '.join(text.split())}", file=sys.stderr)
+
+    if args.sidecar is not None:
+        return _export_from(args, note, start)
+    if args.whole_set:
+        return _fail("--all goes with --from SIDECAR.json: the whole set of that sidecar's figure.")
+    if args.out is None:
+        return _fail("--out is required: give the folder to write into.")
     sentence = standard_set.DEFAULT_SENTENCE if args.sentence is None else args.sentence
     if not sentence.strip():
         return _fail("--sentence is empty; give a sentence for the input and attention figures.")
     if args.out.exists() and not args.out.is_dir():
         return _fail(f"--out {args.out} is a file; give a folder (it is created where missing).")
-    settings = {"layer": args.layer, "head": args.head, "q": args.q,
+    settings = {"layer": args.layer or 0, "head": args.head or 0, "q": args.q,
                 "range": tuple(args.range) if args.range else None}
     try:
         standard_set.check_settings(**settings)  # before a model is loaded
     except ValueError as exc:
         return _fail(str(exc))
-    if not args.no_images:
-        try:
-            export.require_browser()
-        except export.ExportError as exc:
-            return _fail(f"{exc} Or pass --no-images for HTML, NPZ and CSV only.")
+    failed = _no_browser(args)
+    if failed:
+        return failed
     try:
         lm = posviz.load_model(args.model, revision=args.revision, device=args.device)
     except posviz.ModelLoadError as exc:
         return _fail(str(exc))
     except RuntimeError as exc:  # an unusable --device
         return _fail(f"Cannot use device {args.device!r} ({exc}).")
-    bar = None  # made at the first file written: a message before it (a note, an error) stands alone
+    return _write(args, lm, start, lambda progress: standard_set.export_standard_set(
+        lm, sentence, args.out, progress=progress, images=not args.no_images, present=args.present, notes=note,
+        **settings))
 
-    def note(text: str) -> None:
-        print(f"posviz: note: {' '.join(text.split())}", file=sys.stderr)
+
+def _no_browser(args: argparse.Namespace) -> int:
+    """2 with the fix where images are asked for and there is no browser; else 0."""
+    from posviz import export
+
+    if not args.no_images:
+        try:
+            export.require_browser()
+        except export.ExportError as exc:
+            return _fail(f"{exc} Or pass --no-images for HTML, NPZ and CSV only.")
+    return 0
+
+
+def _export_from(args: argparse.Namespace, note, start: float) -> int:
+    """``export --from SIDECAR``: the sidecar's figure (``--all``: its set) made again into ``--out``
+    (default: the current folder), its model loaded as the sidecar names it (:mod:`posviz.sidecar`)."""
+    from posviz import sidecar, standard_set
+
+    given = [flag for flag, value in (("--model", args.model), ("--sentence", args.sentence),
+                                      ("--revision", args.revision), ("--layer", args.layer), ("--head", args.head),
+                                      ("--q", args.q), ("--range", args.range), ("--present", args.present or None))
+             if value is not None]
+    if given:
+        return _fail(f"--from takes the model and the settings from the sidecar; leave out {', '.join(given)}.")
+    args.out = Path(".") if args.out is None else args.out
+    if args.out.exists() and not args.out.is_dir():
+        return _fail(f"--out {args.out} is a file; give a folder (it is created where missing).")
+    try:
+        found = sidecar.read(args.sidecar)
+    except sidecar.SidecarError as exc:
+        return _fail(str(exc))
+    failed = _no_browser(args)
+    if failed:
+        return failed
+    try:
+        lm, notes = sidecar.load_model(found, device=args.device)
+    except sidecar.SidecarError as exc:
+        return _fail(str(exc))
+    except RuntimeError as exc:  # an unusable --device
+        return _fail(f"Cannot use device {args.device!r} ({exc}).")
+    for text in notes:
+        note(text)
+    try:
+        views = standard_set.regenerated(lm, found, whole_set=args.whole_set)
+    except (ValueError, TypeError) as exc:  # TypeError: a setting of the wrong type in a hand-edited sidecar
+        return _fail(f"{args.sidecar}: {exc}")
+    return _write(args, lm, start, lambda progress: standard_set.write_exports(
+        lm, views, args.out, progress=progress, images=not args.no_images, notes=note))
+
+
+def _write(args: argparse.Namespace, lm, start: float, write) -> int:
+    """Run ``write(progress)`` with one progress bar on stderr; then the files, one a line, on stdout."""
+    from tqdm import tqdm
+
+    from posviz import export
+
+    bar = None  # made at the first file written: a message before it (a note, an error) stands alone
 
     def progress(path: Path, done: int, total: int) -> None:
         nonlocal bar
@@ -119,8 +196,7 @@ def export_command(args: argparse.Namespace) -> int:
         bar.update(done - bar.n)
 
     try:
-        files = standard_set.export_standard_set(lm, sentence, args.out, progress=progress, images=not args.no_images,
-                                                 present=args.present, notes=note, **settings)
+        files = write(progress)
     except (export.ExportError, ValueError, OSError) as exc:
         if bar is not None:
             bar.close()

@@ -301,8 +301,11 @@ def csv_table(arrays: dict[str, np.ndarray]) -> str:
 
 
 def figure_html(fig: go.Figure, filename: str = "figure") -> str:
-    """A complete HTML page with the interactive figure and plotly.js inside (works offline)."""
-    return fig.to_html(include_plotlyjs=True, full_html=True, config=plotly_config(filename))
+    """A complete HTML page with the interactive figure and plotly.js inside (works offline); the
+    figure's element is named after ``filename`` (not a random id), so that the same figure gives
+    the same file byte for byte."""
+    return fig.to_html(include_plotlyjs=True, full_html=True, config=plotly_config(filename),
+                       div_id=f"posviz-{safe_name(filename) or 'figure'}")
 
 
 #: Layout height of an exported figure whose height follows its width in the app (``layout.meta["aspect"]``).

@@ -134,6 +134,14 @@ def weight_files(name_or_path: str, revision: str | None = None) -> WeightFiles:
                        names=frozenset(sizes))
 
 
+def cached_commit(repo_id: str, revision: str | None = None) -> str | None:
+    """The commit of the snapshot the Hugging Face cache holds for ``revision`` (None: ``main``) of a
+    Hub repository: the folder its ``config.json`` is in (``snapshots/<commit>/``), found by
+    ``huggingface_hub.try_to_load_from_cache`` through the cache's ``refs``; None where it holds none."""
+    found = try_to_load_from_cache(repo_id, "config.json", revision=revision or "main")
+    return Path(found).parent.name if isinstance(found, str) else None
+
+
 def _cache_write(repo_id: str, relative: Path, data: bytes) -> str:
     """Write ``data`` at ``relative`` in the repository's folder of the Hugging Face cache, whole
     or not at all (a temporary file renamed, so a concurrent reader never sees part of it);

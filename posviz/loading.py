@@ -133,6 +133,7 @@ class LoadedModel:
     name : str
         What the user asked for (Hub id or folder), or :data:`BUNDLED_NAME`.
     revision : str or None
+        The branch, tag or commit asked for (None: the default branch, a folder, the bundled model).
     model : transformers.PreTrainedModel
         The base model (``model.base_model``), in eval mode, eager attention, on ``device``.
         After a positions-only load, only its positional modules hold real tensors; the rest
@@ -155,6 +156,9 @@ class LoadedModel:
     detection : Detection or None
         What structural detection found, for a model type the family table does not list;
         None for a listed one.
+    commit : str or None
+        The 40-hex Hub commit every file was read from (the one ``revision`` resolved to; offline, the
+        commit of the cached snapshot); None for a local folder and the bundled model.
     """
 
     name: str
@@ -168,6 +172,7 @@ class LoadedModel:
     detection: Detection | None = field(default=None, repr=False)
 
     input_kind: str = "text"
+    commit: str | None = None
 
     @property
     def reads_text(self) -> bool:
@@ -474,6 +479,7 @@ def load_model(name_or_path: str | None = None, *, revision: str | None = None, 
         raise ModelLoadError(_explain(display, revision, exc)) from exc
     family, detection = family_for(config)
     kind = input_kind(config)
+    commit = files.commit if files is not None else hub.cached_commit(path, revision or None)  # offline: the cache's
     if positions_only:
         step("Reading the positional tensors (the other weights stay where they are) …")
         try:
@@ -485,7 +491,7 @@ def load_model(name_or_path: str | None = None, *, revision: str | None = None, 
             raise ModelLoadError(_explain(display, revision, exc)) from exc
         return LoadedModel(name=display, revision=revision or None, model=model, tokenizer=None, family=family,
                            device=torch_device, load_seconds=time.perf_counter() - start, positions_only=True,
-                           input_kind=kind, detection=detection)
+                           input_kind=kind, detection=detection, commit=commit)
     if files is not None:
         if hosted and files.pickle and not files.safetensors:
             raise ModelLoadError(
@@ -518,4 +524,5 @@ def load_model(name_or_path: str | None = None, *, revision: str | None = None, 
         load_seconds=time.perf_counter() - start,
         input_kind=kind,
         detection=detection,
+        commit=commit,
     )

@@ -2,6 +2,8 @@
 
 Each is a view of :mod:`posviz.views` with the pages' settings (their defaults, or the layer, head,
 q, range and presentation mode given), so a figure written here is the figure the app shows.
+Each figure is made by a recipe (:mod:`posviz.recipes`) and written with its sidecar
+(:mod:`posviz.sidecar`), from which :func:`regenerate` makes it again.
 ``python -m posviz export`` (:mod:`posviz.cli`) is its command line.
 """
 
@@ -14,14 +16,10 @@ from typing import Callable
 import numpy as np
 import plotly.graph_objects as go
 
-from posviz.analysis.attention import attention
-from posviz.analysis.attention_reading import read_attention
-from posviz.analysis.input_representation import input_representation
+from posviz import sidecar
 from posviz.export import csv_table, figure_html, file_stem, has_table, npz_bytes, require_browser, write_images
 from posviz.loading import LoadedModel
-from posviz.views import attention as attention_views
-from posviz.views import attention_offsets as offset_views
-from posviz.views import input as input_views
+from posviz.recipes import Recipe, build, encoder_attention, recipe
 from posviz.views import patch_grid, positions
 from posviz.views.figures import ordinal
 from posviz.views.limits import PROFILE_Q
@@ -34,6 +32,9 @@ DEFAULT_SENTENCE = "The cat chased the dog"
 PRESENT = "present"
 #: Figure files: the interactive page first, then the images.
 FIGURE_EXTS = (".html", ".png", ".svg")
+#: The settings of the standard set (:func:`standard_set`'s keyword arguments and its sentence), as a sidecar's
+#: ``set`` holds them.
+SET_SETTINGS = ("sentence", "layer", "head", "q", "range", "present")
 
 
 @dataclass
@@ -54,6 +55,10 @@ class Export:
         The figure is styled for a projector: its files end in ``-present``.
     note : str
         What was used instead of what was asked for (the q of a model with fewer positions), or empty.
+    recipe : Recipe or None
+        What made the figure (:mod:`posviz.recipes`): written to its sidecar; None for arrays alone.
+    set : dict or None
+        The settings of the standard set it belongs to (:data:`SET_SETTINGS`), for its sidecar.
     """
 
     stem: str
@@ -62,6 +67,8 @@ class Export:
     model: str = ""
     present: bool = False
     note: str = ""
+    recipe: Recipe | None = None
+    set: dict | None = None
 
     @classmethod
     def of(cls, stem: str, view: View, **kwargs) -> "Export":
@@ -95,7 +102,8 @@ class Export:
         -------
         list of Path
             In ``out_dir``: ``<figure_name>.html`` (``.png``, ``.svg``) for a figure,
-            ``<name>.npz`` for arrays and ``<name>.csv`` where they are tabular (:func:`posviz.export.has_table`).
+            ``<name>.npz`` for arrays, ``<name>.csv`` where they are tabular (:func:`posviz.export.has_table`),
+            and ``<figure_name>.json``, the sidecar, for a figure with a :attr:`recipe`.
         """
         exts = FIGURE_EXTS[:3 if images else 1] if self.figure is not None else ()
         paths = [out_dir / f"{self.figure_name}{ext}" for ext in exts]
@@ -103,6 +111,8 @@ class Export:
             paths.append(out_dir / f"{self.name}.npz")
             if has_table(self.arrays):
                 paths.append(out_dir / f"{self.name}.csv")
+        if self.recipe is not None:
+            paths.append(out_dir / f"{self.figure_name}.json")
         return paths
 
 
@@ -142,10 +152,15 @@ def _profile_q(m, q: int | None, n: int, axis: str, model: str) -> tuple[int, st
                   f"used q = {used}, the nearest.")
 
 
+def _made(lm: LoadedModel, stem: str, found: Recipe, **common) -> Export:
+    """The export of the view ``found`` makes of ``lm``, under ``stem``."""
+    return Export.of(stem, build(lm, found), recipe=found, **common)
+
+
 def _position_views(lm: LoadedModel, q: int | None, range: tuple[int, int] | None, **common) -> list[Export]:
     """Position similarity (or the bias of every head), q against all, and the PCA projection."""
     encoding = lm.encodings[0]
-    n, axis, model = encoding.num_positions, encoding.axis_label, lm.short_name
+    n, axis, model, component = encoding.num_positions, encoding.axis_label, lm.short_name, encoding.component
     if not (encoding.has_vectors or encoding.has_bias):
         return []
     if q is not None and q > n - 1:
@@ -154,18 +169,16 @@ def _position_views(lm: LoadedModel, q: int | None, range: tuple[int, int] | Non
     first, last = default if range is None else range
     if last > n - 1:
         raise ValueError(f"range {first} {last} does not fit: {model} has {n} {axis}s (0 to {n - 1}).")
-    full = positions.matrix(encoding, "dot", 0, n - 1)
-    used_q, note = _profile_q(full, q, n, axis, model)
+    used_q, note = _profile_q(positions.matrix(encoding, "dot", 0, n - 1), q, n, axis, model)
     base = "position-bias" if encoding.has_bias else "position-similarity"
-    out = [Export.of(base if (first, last) == default else f"{base}-range{first}-{last}",
-                     positions.position_similarity(positions.matrix(encoding, "dot", first, last)), **common),
-           Export.of(f"profile-q{used_q}", positions.q_profile(full, used_q, head=0 if encoding.has_bias else None),
-                     note=note, **common)]
+    out = [_made(lm, base if (first, last) == default else f"{base}-range{first}-{last}",
+                 recipe("position-similarity", component=component, metric="dot", first=first, last=last), **common),
+           _made(lm, f"profile-q{used_q}", recipe("q-profile", component=component, metric="dot", q=used_q,
+                                                  head=0 if encoding.has_bias else None), note=note, **common)]
     if encoding.has_vectors:
-        coords, rows = positions.projection_coordinates(encoding, "pca", 2)
         boundaries, _ = positions.parse_boundaries(positions.default_boundaries(encoding), n)
-        out.append(Export.of("projection-pca", positions.projection(coords, rows, encoding.vector_name, method="pca",
-                                                                    boundaries=boundaries), **common))
+        out.append(_made(lm, "projection-pca", recipe("projection", component=component, method="pca", dims=2,
+                                                      boundaries=boundaries), **common))
     return out + _grid_views(lm, **common)
 
 
@@ -174,10 +187,10 @@ def _grid_views(lm: LoadedModel, **common) -> list[Export]:
     out = []
     for encoding in (e for e in lm.encodings if e.grid is not None):
         where = f"-{encoding.component.replace(' ', '-')}" if encoding.component else ""
-        out.append(Export.of(f"patch-grid{where}", patch_grid.patch_grid(encoding), **common))
-        special = patch_grid.special_rows(encoding)
-        if special is not None:
-            out.append(Export.of(f"patch-grid{where}-special", special, **common))
+        out.append(_made(lm, f"patch-grid{where}", recipe("patch-grid", component=encoding.component), **common))
+        if patch_grid.special_rows(encoding) is not None:
+            out.append(_made(lm, f"patch-grid{where}-special", recipe("patch-grid-special",
+                                                                      component=encoding.component), **common))
     return out
 
 
@@ -229,28 +242,20 @@ def standard_set(lm: LoadedModel, sentence: str = DEFAULT_SENTENCE, *, layer: in
         raise ValueError("Give a sentence: the input representation and attention figures need one.")
     check_settings(layer=layer, head=head, q=q, range=range)
     model = lm.short_name
-    common = {"model": model, "present": present}
+    common = {"model": model, "present": present,
+              "set": {"sentence": sentence, "layer": layer, "head": head, "q": q,
+                      "range": list(range) if range else None, "present": present}}
     if not lm.reads_text:  # an image or audio model: its positions only, no sentence to run
         return _presented(_position_views(lm, q, range, **common), present)
-    stack = "encoder" if lm.config.is_encoder_decoder else None
-    patterns, rows, cols = attention(lm, sentence).stack("encoder")
-    layers, heads = patterns.shape[:2]
-    if layer >= layers:
-        kind = "encoder layers" if stack else "layers"
-        raise ValueError(f"layer {layer} does not exist: {model} has {layers} {kind} (0 to {layers - 1}).")
-    if head >= heads:
-        raise ValueError(f"head {head} does not exist: {model} has {heads} heads per layer (0 to {heads - 1}).")
+    patterns, rows, _, _ = encoder_attention(lm, sentence, layer, head)  # checks the layer and head first
     out = _position_views(lm, q, range, **common)
     if lm.family.token:
-        out.append(Export.of("input-norms", input_views.part_norms(input_representation(lm, sentence)), **common))
-    out.append(Export.of(f"attention-layer{layer}-head{head}",
-                         attention_views.attention_head(patterns[layer], rows, cols, layer=layer, head=head,
-                                                        stack=stack), **common))
-    out.append(Export.of(f"attention-layer{layer}-heads",
-                         attention_views.attention_grid(patterns[layer], rows, cols, layer=layer, stack=stack),
-                         **common))
-    profile = read_attention(lm, sentence, layers=[]).offsets  # the encoder's, of an encoder-decoder model
-    out.append(Export.of("attention-by-offset", offset_views.offset_grid(profile), **common))
+        out.append(_made(lm, "input-norms", recipe("input-norms", sentence=sentence), **common))
+    out.append(_made(lm, f"attention-layer{layer}-head{head}",
+                     recipe("attention-head", sentence=sentence, layer=layer, head=head), **common))
+    out.append(_made(lm, f"attention-layer{layer}-heads", recipe("attention-grid", sentence=sentence, layer=layer),
+                     **common))
+    out.append(_made(lm, "attention-by-offset", recipe("offset-grid", sentence=sentence), **common))
     out.append(Export("attention-all-layers", None, {"attention": patterns, "tokens": rows}, model=model))
     return _presented(out, present)
 
@@ -304,10 +309,38 @@ def export_standard_set(lm: LoadedModel, sentence: str, out_dir, progress: Calla
     ValueError
         For an empty sentence or settings the model does not have (nothing is written).
     """
-    out_dir = Path(out_dir)
     if images:
         require_browser()
     views = standard_set(lm, sentence, layer=layer, head=head, q=q, range=range, present=present)
+    return write_exports(lm, views, out_dir, progress, images, notes=notes)
+
+
+def write_exports(lm: LoadedModel, views: list[Export], out_dir, progress: Callable | None = None,
+                  images: bool = True, *, notes: Callable[[str], None] | None = None) -> list[Path]:
+    """Write exports of ``lm`` into ``out_dir``: the files :meth:`Export.files` names, each figure's
+    sidecar (:func:`posviz.sidecar.build`) last among its files.
+
+    Parameters
+    ----------
+    lm : LoadedModel
+        The model the views show (its sidecars name it).
+    views : list of Export
+    out_dir, progress, images, notes
+        As for :func:`export_standard_set`.
+
+    Returns
+    -------
+    list of Path
+        The files written, in the order of ``views``.
+
+    Raises
+    ------
+    ExportError
+        PNG/SVG asked for but no browser found, or an image failed to render.
+    OSError
+        A file that cannot be written.
+    """
+    out_dir = Path(out_dir)
     for view in views:
         if view.note and notes:
             notes(view.note)
@@ -323,13 +356,17 @@ def export_standard_set(lm: LoadedModel, sentence: str, out_dir, progress: Calla
 
     jobs = []
     for view in views:
-        for path in view.files(out_dir, images):
+        files = view.files(out_dir, images)
+        for path in files:
             if path.suffix == ".html":
                 path.write_text(figure_html(view.figure, view.figure_name), encoding="utf-8")
             elif path.suffix == ".npz":
                 path.write_bytes(npz_bytes(view.arrays))
             elif path.suffix == ".csv":
                 path.write_text(csv_table(view.arrays), encoding="utf-8", newline="")
+            elif path.suffix == ".json":
+                sidecar.write(path, sidecar.build(lm, view.recipe, stem=view.stem, present=view.present, set=view.set,
+                                                  files=[p.name for p in files if p != path]))
             else:
                 jobs.append((view.figure, path))
                 continue
@@ -337,3 +374,40 @@ def export_standard_set(lm: LoadedModel, sentence: str, out_dir, progress: Calla
     if jobs:
         write_images(jobs, done=wrote)
     return planned
+
+
+def regenerated(lm: LoadedModel, found: sidecar.Sidecar, *, whole_set: bool = False) -> list[Export]:
+    """The exports a sidecar describes, made again from ``lm`` (the model :func:`posviz.sidecar.load_model`
+    loaded for it): its figure, or with ``whole_set`` the standard set it belongs to.
+
+    Parameters
+    ----------
+    lm : LoadedModel
+    found : posviz.sidecar.Sidecar
+    whole_set : bool
+        The whole standard set of the sidecar's ``set`` settings (a sidecar of the export command).
+
+    Returns
+    -------
+    list of Export
+        One, or the set (:func:`standard_set`); named, styled and with recipes as first written.
+
+    Raises
+    ------
+    ValueError
+        ``whole_set`` for a sidecar of no set (a download from the app) or with set settings other than
+        :data:`SET_SETTINGS`; settings the model does not have (:func:`posviz.recipes.build`).
+    """
+    if whole_set:
+        settings = found.set
+        if settings is None:
+            raise ValueError("This sidecar is of one figure downloaded from the app, not of a set: "
+                             "leave out --all to make the figure again.")
+        if sorted(settings) != sorted(SET_SETTINGS):
+            raise ValueError(f"The sidecar's set has the settings {', '.join(sorted(settings))}, "
+                             f"not {', '.join(SET_SETTINGS)}.")
+        asked = dict(settings, range=tuple(settings["range"]) if settings["range"] else None)
+        return standard_set(lm, asked.pop("sentence"), **asked)
+    made = Export.of(found.stem, build(lm, found.recipe), model=lm.short_name, present=found.present,
+                     recipe=found.recipe, set=found.set)
+    return _presented([made], found.present)

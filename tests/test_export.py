@@ -116,13 +116,14 @@ def test_cli_writes_the_standard_set(exported):
     for stem in FIGURES:
         assert {f"{SHORT}-{stem}.html", f"{SHORT}-{stem}.npz"} <= names, stem
         assert (f"{SHORT}-{stem}.csv" in names) == (stem not in NO_TABLE)
+        assert f"{SHORT}-{stem}.json" in names, stem  # the sidecar (tests/test_sidecar.py)
         if BROWSER:
             assert {f"{SHORT}-{stem}.png", f"{SHORT}-{stem}.svg"} <= names, stem
     assert f"{SHORT}-attention-all-layers.npz" in names
-    assert len(names) == (34 if BROWSER else 20)
+    assert len(names) == (41 if BROWSER else 27)
     assert "Traceback" not in result.stderr, result.stderr[-3000:]
     assert "note:" not in result.stderr  # 512 positions: q = 128 exists
-    assert "/34" in result.stderr or not BROWSER, "no progress bar"  # tqdm: done/total
+    assert "/41" in result.stderr or not BROWSER, "no progress bar"  # tqdm: done/total
     assert f"Wrote {len(listed)} files" in result.stderr
 
 
@@ -300,12 +301,15 @@ def test_the_export_says_which_q_it_used(cli, tiny_path, tiny_lm, tmp_path):
     names = [Path(line).name for line in out.splitlines()]
     assert names == [f"{short}-{name}" for name in (
         "position-similarity.html", "position-similarity.npz", "position-similarity.csv",  # default range: no suffix
-        "profile-q63.html", "profile-q63.npz", "profile-q63.csv",
-        "projection-pca.html", "projection-pca.npz", "projection-pca.csv",
-        "input-norms.html", "input-norms.npz", "input-norms.csv",
+        "position-similarity.json",
+        "profile-q63.html", "profile-q63.npz", "profile-q63.csv", "profile-q63.json",
+        "projection-pca.html", "projection-pca.npz", "projection-pca.csv", "projection-pca.json",
+        "input-norms.html", "input-norms.npz", "input-norms.csv", "input-norms.json",
         "attention-layer0-head0.html", "attention-layer0-head0.npz", "attention-layer0-head0.csv",
-        "attention-layer0-heads.html", "attention-layer0-heads.npz",
-        "attention-by-offset.html", "attention-by-offset.npz", "attention-all-layers.npz")]
+        "attention-layer0-head0.json",
+        "attention-layer0-heads.html", "attention-layer0-heads.npz", "attention-layer0-heads.json",
+        "attention-by-offset.html", "attention-by-offset.npz", "attention-by-offset.json",
+        "attention-all-layers.npz")]
     g = gram(lm)
     names, labels, values = read_numeric((tmp_path / "out" / f"{short}-profile-q63.csv").read_text())
     assert names == ("positions", "profile")
@@ -326,13 +330,15 @@ def test_the_options_choose_the_figures_and_name_the_files(cli, tiny_path, tiny_
     names = [Path(line).name for line in out.splitlines()]
     assert names == [f"{short}-{name}" for name in (
         "position-similarity-range5-20-present.html", "position-similarity-range5-20.npz",
-        "position-similarity-range5-20.csv",
-        "profile-q10-present.html", "profile-q10.npz", "profile-q10.csv",
-        "projection-pca-present.html", "projection-pca.npz", "projection-pca.csv",
-        "input-norms-present.html", "input-norms.npz", "input-norms.csv",
+        "position-similarity-range5-20.csv", "position-similarity-range5-20-present.json",
+        "profile-q10-present.html", "profile-q10.npz", "profile-q10.csv", "profile-q10-present.json",
+        "projection-pca-present.html", "projection-pca.npz", "projection-pca.csv", "projection-pca-present.json",
+        "input-norms-present.html", "input-norms.npz", "input-norms.csv", "input-norms-present.json",
         "attention-layer1-head3-present.html", "attention-layer1-head3.npz", "attention-layer1-head3.csv",
-        "attention-layer1-heads-present.html", "attention-layer1-heads.npz",
-        "attention-by-offset-present.html", "attention-by-offset.npz", "attention-all-layers.npz")]
+        "attention-layer1-head3-present.json",
+        "attention-layer1-heads-present.html", "attention-layer1-heads.npz", "attention-layer1-heads-present.json",
+        "attention-by-offset-present.html", "attention-by-offset.npz", "attention-by-offset-present.json",
+        "attention-all-layers.npz")]
     g = gram(lm)
     names, labels, values = read_numeric((out_dir / f"{short}-position-similarity-range5-20.csv").read_text())
     assert names == ("positions", *map(str, range(5, 21)))
@@ -675,18 +681,19 @@ def test_similarity_page_offers_downloads_of_its_matrix(media, monkeypatch):
     rows = button_rows(at)
     assert len(rows) == len(figures(at)) == 3  # every chart has its row
     heatmap_buttons = rows[0]
-    assert [b.proto.label for b in heatmap_buttons] == ["SVG", "HTML (offline)", "CSV", "NPZ"]
+    assert [b.proto.label for b in heatmap_buttons] == ["SVG", "HTML (offline)", "CSV", "NPZ", "JSON"]
     assert all(b.proto.deferred_file_id and not b.proto.url for b in heatmap_buttons)
-    assert [b.proto.disabled for b in heatmap_buttons] == [BROWSER is None, False, False, False]
+    assert [b.proto.disabled for b in heatmap_buttons] == [BROWSER is None, False, False, False, False]
     stem = slug(figures(at)[0]["layout"]["title"]["text"])
-    assert file_names(media, heatmap_buttons) == [f"{SHORT}-{stem}.{ext}" for ext in ("svg", "html", "csv", "npz")]
+    assert file_names(media, heatmap_buttons) == [f"{SHORT}-{stem}.{ext}"
+                                                  for ext in ("svg", "html", "csv", "npz", "json")]
     assert stem.startswith("ppt-positions-0-511")
     for row in rows:
         assert all(name.startswith(f"{SHORT}-") for name in file_names(media, row))
     z = arr(figures(at)[0]["data"][0]["z"])
     assert z.shape == (512, 512)
 
-    svg_button, html_button, csv_button, npz_button = heatmap_buttons
+    svg_button, html_button, csv_button, npz_button, _ = heatmap_buttons  # the sidecar: tests/test_sidecar.py
     names, labels, values = read_numeric(download(media, csv_button).decode("utf-8"))
     assert names == ("positions", *map(str, range(512)))
     np.testing.assert_array_equal(labels, np.arange(512))
@@ -709,8 +716,8 @@ def test_attention_page_csv_has_the_tokens_and_npz_every_head(media):
     assert_clean(at, "attention")
     head, mean, grid = button_rows(at)[:3]  # then attention by offset
     shown = figures(at)
-    assert [b.proto.label for b in head] == ["SVG", "HTML (offline)", "CSV", "NPZ"]
-    assert [b.proto.label for b in grid] == ["SVG", "HTML (offline)", "NPZ"]  # [heads, n, n]: no CSV
+    assert [b.proto.label for b in head] == ["SVG", "HTML (offline)", "CSV", "NPZ", "JSON"]
+    assert [b.proto.label for b in grid] == ["SVG", "HTML (offline)", "NPZ", "JSON"]  # [heads, n, n]: no CSV
     assert file_names(media, head)[2] == f"{SHORT}-{slug(shown[0]['layout']['title']['text'])}.csv"
     header, labels, values = read_table(download(media, head[2]).decode("utf-8"))
     with np.load(io.BytesIO(download(media, head[3]))) as npz:
@@ -736,7 +743,7 @@ def test_download_names_start_with_the_folders_name(media, tiny_path):
         names = file_names(media, row)
         assert all(name.startswith(f"{path.name}-") for name in names), names
     norms = rows[0]
-    assert [b.proto.label for b in norms] == ["SVG", "HTML (offline)", "CSV", "NPZ"]
+    assert [b.proto.label for b in norms] == ["SVG", "HTML (offline)", "CSV", "NPZ", "JSON"]
     header, labels, values = read_table(download(media, norms[2]).decode("utf-8"))
     assert header == ["tokens", "token", "segment", "position", "sum", "after LayerNorm"] and labels == TOKENS
 

@@ -1,14 +1,16 @@
 """Drawing a view: its chart at full width (square heatmaps as squares), a row of buttons under it
-(downloads, and the view as a slide), its caption; in slide mode, the view goes to the slide."""
+(downloads, the figure's sidecar where the page says how it was made, and the view as a slide), its
+caption; in slide mode, the view goes to the slide."""
 
 from __future__ import annotations
 
 import streamlit as st
 from streamlit.errors import StreamlitDuplicateElementKey
 
-from posviz import export
+from posviz import export, sidecar
 from posviz.app import layout, navigation
-from posviz.app.presentation import styled
+from posviz.app.presentation import presenting, styled
+from posviz.recipes import Recipe
 from posviz.views.style import aspect_of, name_model
 from posviz.views.view import View
 
@@ -16,10 +18,12 @@ _HELP = {"SVG": "Vector image for slides and papers (rendered on the server: a f
          "HTML (offline)": "The interactive chart as one file with plotly.js inside: opens without a network.",
          "CSV": "The figure's numbers as a table: a header row, then one line per row with its position or token "
                 "first.",
-         "NPZ": "Every array of the figure, for numpy.load."}
+         "NPZ": "Every array of the figure, for numpy.load.",
+         "JSON": "The sidecar: the model (and its Hub commit), the versions and this figure's settings. "
+                 "`posviz export --from <this file>` makes the figure again."}
 
 
-def show(view: View, *, model: str = "") -> None:
+def show(view: View, *, model: str = "", recipe: Recipe | None = None) -> None:
     """Draw a view: its plotly figure at full width with its own colours (styled for a projector in
     presentation mode; a square heatmap in a container whose height follows its width), the model
     named in its subtitle, a row of small buttons (downloads; "Slide": the view full screen), then
@@ -30,7 +34,9 @@ def show(view: View, *, model: str = "") -> None:
     "HTML (offline)" (the interactive chart with plotly.js inside, about 5 MB) and, where the view
     has arrays, "CSV" (a table with a header row and the labels, :func:`posviz.export.csv_table`,
     where the arrays are tabular) and "NPZ" (every array by name). Nothing is built until a button is
-    clicked: each button holds a function, not the file.
+    clicked: each button holds a function, not the file. With a ``recipe``, in a page run, "JSON":
+    the figure's sidecar (:mod:`posviz.sidecar`: the page's model, the versions, the recipe and
+    presentation mode), from which ``posviz export --from`` makes the same figure.
 
     Parameters
     ----------
@@ -38,6 +44,9 @@ def show(view: View, *, model: str = "") -> None:
     model : str
         The short name every file name starts with (``all-MiniLM-L6-v2-…``); empty: the short name of
         the model of this page run (:func:`posviz.app.navigation.current_model`), where there is one.
+    recipe : Recipe, optional
+        How the page made ``view`` from its model (:func:`posviz.recipes.recipe`): the view's id and
+        the page's settings; :func:`posviz.recipes.build` with it gives the same figure.
     """
     run = navigation.page_run()
     if not model and run is not None:  # a page run: its model
@@ -53,7 +62,11 @@ def show(view: View, *, model: str = "") -> None:
             st.plotly_chart(fig, theme=None, config=config, height="stretch")
     else:
         st.plotly_chart(fig, theme=None, config=config)
-    _download_row(view, fig, model=model)
+    made = None
+    if recipe is not None and run is not None:
+        present = presenting()
+        made = (lambda files: sidecar.build(run.lm, recipe, stem=view.stem, present=present, files=files).dumps())
+    _download_row(view, fig, model=model, sidecar_text=made)
     if view.caption:
         st.caption(view.caption)
 
@@ -62,10 +75,11 @@ def _as_slide(view_id: str) -> None:
     st.query_params["slide"] = view_id
 
 
-def _download_row(view: View, fig, *, model: str = "") -> None:
+def _download_row(view: View, fig, *, model: str = "", sidecar_text=None) -> None:
     """The download buttons of :func:`show`, in one row, for ``fig`` (the view's figure as shown):
     files named ``<model>-<view stem>.<ext>`` (:func:`posviz.export.file_stem`: letters, digits, ``-``,
-    ``.``, ``_``); keys from the view's stem, numbered where two charts of a page share it."""
+    ``.``, ``_``); keys from the view's stem, numbered where two charts of a page share it;
+    ``sidecar_text(file names)``, where given, makes the text of the sidecar, the row's last button."""
     stem, arrays = view.stem, view.arrays
     name = export.file_stem(model, stem)
     browser = export.find_browser()
@@ -79,6 +93,10 @@ def _download_row(view: View, fig, *, model: str = "") -> None:
                             _HELP["CSV"]))
         buttons.append(("NPZ", f"{name}.npz", "application/octet-stream", lambda: export.npz_bytes(arrays), None,
                         _HELP["NPZ"]))
+    if sidecar_text is not None:
+        files = [button[1] for button in buttons]
+        buttons.append(("JSON", f"{name}.json", "application/json", lambda: sidecar_text(files), None,
+                        _HELP["JSON"]))
     row = st.container(horizontal=True, gap="small")
     if view.id:
         row.button("Slide", icon=":material/slideshow:", type="tertiary", on_click=_as_slide, args=(view.id,),
