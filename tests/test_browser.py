@@ -84,21 +84,6 @@ def test_query_params_restore_widgets(app_url, page):
     assert widget_value(page, "Sentence (segment A)") == "Hello world"
 
 
-def test_linked_sentence_survives_page_switch(app_url, page):
-    """A sentence that came with the link stays in the field and in the URL through page switches
-    by the sidebar (Streamlit 1.67 alone seeds the next page's field from the session's first URL)."""
-    open_page(page, app_url + "/attention?text=Hello+linked+world", "linked-sentence", LOG)
-    for link, path in (("Input representation", "/input"), ("Attention", "/attention")):
-        page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name=link, exact=True).click()
-        page.wait_for_url(re.compile(rf"{re.escape(app_url + path)}\?"))
-        page.wait_for_function("""(h) => document.querySelector('[data-testid="stMain"] h1')?.innerText.trim() === h""",
-                               arg=link)
-        page.wait_for_selector(IDLE)
-        assert widget_value(page, "Sentence (segment A)") == "Hello linked world", path
-        assert urllib.parse.parse_qs(urllib.parse.urlparse(page.url).query)["text"] == ["Hello linked world"]
-    assert_no_errors(page, page.url, "linked-sentence", LOG)
-
-
 def test_similarity_rotary_model(app_url, page, tiny_path):
     """The similarity page of a rotary model: the kernel K(m, n), its three charts and the formula."""
     folder = str(tiny_path("llama"))

@@ -93,15 +93,6 @@ def text_field(container, label: str, name: str, lm: LoadedModel | None = None, 
     (:func:`posviz.tokenization.typed_special_tokens`).
     """
     too_long = len(st.session_state.get(name) or "") > URL_TEXT_LIMIT
-    # Streamlit 1.67 draws a page's own widget on a page switch, filters the parameters bound to the
-    # last page's widgets out of the URL, and seeds the new widget from the URL the session opened
-    # with: a text that came with the link would fall back to the default. The session keeps it
-    # (under the key), so it is the default here and goes back into the page's URL.
-    kept = st.session_state.get(name)
-    if kept is not None:
-        if not too_long and kept != kwargs.get("value", "") and name not in st.query_params:
-            st.query_params[name] = kept
-        kwargs["value"] = kept
     text = container.text_input(label, **({"key": name} if too_long else url(name)), **kwargs)
     if too_long:
         st.caption(f"{label}: longer than a link carries ({URL_TEXT_LIMIT:,} characters), so this page's link does "
