@@ -224,3 +224,12 @@ def test_cli_refuses_bad_input_in_one_line(args, message, capsys):
     assert main(["compare", "--models", *args]) == 2
     out, err = capsys.readouterr()
     assert out == "" and err.startswith(message) and err.count("\n") == 1
+
+
+def test_hosted_mode_refuses_local_folders_in_their_row(tiny_path, monkeypatch):
+    monkeypatch.setenv("POSVIZ_HOSTED", "1")
+    table = mt.compare_models(mt.model_keys([str(tiny_path("gpt2")), "BLOOM 560M (config only)"]))
+    folder, bloom = table.rows
+    assert folder.failed and "this hosted demo does not open files or folders" in folder.note
+    assert (bloom.failed, bloom.scheme) == (False, "alibi") and table.matrices == {}
+    assert len(table.rows) == 2  # no model with vectors: no references

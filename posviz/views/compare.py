@@ -70,7 +70,8 @@ def model_grid(matrices: Sequence[PositionMatrix], names: Sequence[str], metric:
     label = _label(metric)
     title = f"{label} of each model, positions {int(first.positions[0])}–{first.last}"
     fig = figures.small_multiples(stack, [short_name(name) for name in names], title, *figures.clip_limits(stack.ravel()),
-                                  names=("position", "position"), first=int(first.positions[0]))
+                                  names=("position", "position"), columns=figures.tile_columns(len(matrices)),
+                                  first=int(first.positions[0]))
     return View(fig, title, {"similarity": stack, "models": list(names), "positions": first.positions})
 
 
