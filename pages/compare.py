@@ -45,14 +45,14 @@ if against == "models":
         st.info("No model here has a vector per position: there is no position similarity to show side by side. "
                 "Add a model with learned, sinusoidal or rotary positions.", icon=":material/info:")
         st.stop()
-    show(compare.model_grid(list(table.matrices.values()), table.names, metric))
+    show(compare.model_grid(list(table.matrices.values()), table.names, metric), model=FILE_PREFIX)
     st.caption("One colour scale for all: the 1st to 99th percentile of every matrix together, over the positions "
                "every model has.")
     st.subheader("Position q against all, every model")
     n = next(iter(table.matrices.values())).values.shape[0]
     clip_state("q", 0, n - 1)
     q = st.number_input("q", 0, n - 1, profile_q(table), **url("q"))
-    show(compare.profiles(list(table.matrices.values()), table.names, metric, q))
+    show(compare.profiles(list(table.matrices.values()), table.names, metric, q), model=FILE_PREFIX)
     st.stop()
 
 encoding = choose_encoding(lm)

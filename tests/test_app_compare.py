@@ -91,8 +91,9 @@ def test_many_models_table_and_figures_are_the_librarys(tiny_path):
     grid, profiles = figures(at)
     names = table.names
     assert [a["text"] for a in grid["layout"]["annotations"][:len(names)]] == [  # tile titles: no folder paths
-        "all-MiniLM-L6-v2", *(tiny_path(f).name for f in MANY[:2]), "sinusoid, width 384 (interleaved)",
-        "random Gaussian, seed 0"]
+        "all-MiniLM-L6-v2", *(tiny_path(f).name for f in MANY[:2]), "sinusoid, width<br>384 (interleaved)",
+        "random Gaussian,<br>seed 0"]
+    assert grid["layout"]["title"]["subtitle"]["text"].startswith("models")  # not the sidebar's model alone
     for trace, name in zip(grid["data"], names):
         np.testing.assert_allclose(arr(trace["z"]), table.matrices[name].values, atol=1e-6)
     assert [t["name"] for t in profiles["data"]] == names

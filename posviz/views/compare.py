@@ -3,6 +3,7 @@ models side by side (:mod:`posviz.model_table`)."""
 
 from __future__ import annotations
 
+import textwrap
 from typing import Sequence
 
 import numpy as np
@@ -12,6 +13,9 @@ from posviz.loading import short_name
 from posviz.views import figures
 from posviz.views.style import name_model
 from posviz.views.view import View, view_id
+
+#: Characters per line of a tile's title in :func:`model_grid` (a tile is some 150 pixels wide at 1024 × 768).
+TILE_TITLE_CHARS = 18
 
 
 def _label(metric: str) -> str:
@@ -57,7 +61,8 @@ def model_grid(matrices: Sequence[PositionMatrix], names: Sequence[str], metric:
     matrices : sequence of PositionMatrix
         Over the same rows, [n, n] each (:attr:`posviz.model_table.ModelTable.matrices`).
     names : sequence of str
-        What each is; a tile's title is its short name (:func:`posviz.loading.short_name`: no folder path).
+        What each is; a tile's title is its short name (:func:`posviz.loading.short_name`: no folder path),
+        wrapped at :data:`TILE_TITLE_CHARS` characters a line.
     metric : {"dot", "cosine"}
 
     Returns
@@ -69,7 +74,8 @@ def model_grid(matrices: Sequence[PositionMatrix], names: Sequence[str], metric:
     first = matrices[0]
     label = _label(metric)
     title = f"{label} of each model, positions {int(first.positions[0])}–{first.last}"
-    fig = figures.small_multiples(stack, [short_name(name) for name in names], title, *figures.clip_limits(stack.ravel()),
+    titles = ["<br>".join(textwrap.wrap(short_name(name), TILE_TITLE_CHARS)) for name in names]
+    fig = figures.small_multiples(stack, titles, title, *figures.clip_limits(stack.ravel()),
                                   names=("position", "position"), columns=figures.tile_columns(len(matrices)),
                                   first=int(first.positions[0]))
     return View(fig, title, {"similarity": stack, "models": list(names), "positions": first.positions})
