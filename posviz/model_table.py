@@ -101,8 +101,9 @@ class ModelRow:
     edge_norm_ratio, next_cosine_before, next_cosine_after : float or None
         :func:`posviz.analysis.boundary.boundary_statistics` at position 128, where more than 129 rows are scored.
     note : str
-        Why cells are empty, the one-line reason a model failed to load, or what the rows are where
-        they are not position embeddings (a rotary model's rotation features); else empty.
+        Why cells are empty, the one-line reason a model failed to load, or what was scored where it is
+        not plain position embeddings (the first of several components: T5's encoder bias, MPNet's absolute
+        table; a rotary model's rotation features; the first 2 048 positions of a longer context); else empty.
     reference : bool
         The sinusoid or the random matrix.
     failed : bool
@@ -335,22 +336,24 @@ def _model_row(store: ModelStore, key: ModelKey, table: ModelTable, step: Callab
     step("computing", "")
     encoding = lm.encodings[0]
     row.model, row.scheme, row.positions = lm.name, lm.scheme, lm.max_tokens
+    notes = [f"its first component, {encoding.component}"] if encoding.component else []
+    matrix = None
     if not encoding.has_vectors:
-        row.width, row.note = int(lm.config.get_text_config().hidden_size), _reason(lm, encoding)
-        step("done", "")
-        return row, None, None
-    try:
-        matrix = _score(row, probe_matrix(encoding, "model", table.seed), table)
-    except ValueError as exc:  # too few rows for the folds
-        row.note = f"not scored: {exc}"
-        step("done", "")
-        return row, None, None
-    notes = [encoding.vector_name] if encoding.vector_name != "position embeddings" else []
-    if row.rows < encoding.num_positions:
-        notes.append(f"the first {row.rows} of {encoding.num_positions} positions")
+        row.width = int(lm.config.get_text_config().hidden_size)
+        notes.append(_reason(lm, encoding))
+    else:
+        try:
+            matrix = _score(row, probe_matrix(encoding, "model", table.seed), table)
+        except ValueError as exc:  # too few rows for the folds
+            notes.append(f"not scored: {exc}")
+        else:
+            if encoding.vector_name != "position embeddings":
+                notes.append(encoding.vector_name)
+            if row.rows < encoding.num_positions:
+                notes.append(f"the first {row.rows} of {encoding.num_positions} positions")
     row.note = "; ".join(notes)
     step("done", "")
-    return row, encoding, matrix
+    return row, (encoding if matrix is not None else None), matrix
 
 
 def _references(encoding: PositionEncoding, name: str, table: ModelTable) -> list[tuple[ModelRow, np.ndarray]]:
