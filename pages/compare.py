@@ -1,14 +1,16 @@
-"""Compare page: the model's position-position structure beside a sinusoid or another model."""
+"""Compare page: the model's position-position structure beside a sinusoid or another model, or a table of
+several models with both references (:mod:`posviz.model_table`)."""
 
 import streamlit as st
 
 from posviz import settings
-from posviz.app import caches, layout
+from posviz.app import caches, comparison, layout
 from posviz.app.downloads import show
 from posviz.app.notices import require_vectors
 from posviz.app.navigation import current_model
 from posviz.app.widgets import choose_encoding, clip_state, position_range, url
 from posviz.loading import ModelLoadError
+from posviz.model_table import COLUMNS, FILE_PREFIX, MAX_MODELS, profile_q
 from posviz.positions import SINUSOID_LAYOUTS
 from posviz.positions.base import METRICS
 from posviz.store import key_for
@@ -18,15 +20,43 @@ from posviz.views.limits import MAX_POSITIONS
 key, lm = current_model()
 
 st.title("Compare")
-encoding = choose_encoding(lm)
-require_vectors(encoding, lm, "to compare with a sinusoid")
-
 c1, c2, c3 = st.columns([2, 1, 2])
 hosted = settings.hosted()
-against = c1.radio("Beside it", ["sinusoid", "model"], horizontal=True, **url("against"),
-                   captions=["of the same width", "Hub id" if hosted else "Hub id or local folder"])
+where = "Hub id" if hosted else "Hub id or local folder"
+against = c1.radio("Beside it", ["sinusoid", "model", "models"], horizontal=True, **url("against"),
+                   captions=["of the same width", where, f"up to {MAX_MODELS - 1} more, in one table"])
 metric = c2.radio("Similarity", METRICS, index=METRICS.index("cosine"), horizontal=True, **url("metric"),
                   help="Cosine by default: dot products of different models differ in scale by orders of magnitude.")
+
+if against == "models":
+    others = c3.text_area(f"Other models ({where}s), one per line", **url("models"), height=120,
+                          placeholder="e.g. gpt2\n" + ("" if hosted else "./my-model\n") + "Llama 3.1 8B (config only)",
+                          help="Each is read positions only (its config.json and positional tensors), in parallel; "
+                               "the sinusoid and a random matrix are added as references.")
+    table = comparison.model_table(key, others, metric, seed=0)
+    st.dataframe(table.frame(), hide_index=True, column_config={
+        header: st.column_config.NumberColumn(format="%.4f") for name, header in COLUMNS.items()
+        if name not in ("model", "scheme", "note", "positions", "width", "rows")})
+    st.caption(table.caption)
+    st.download_button("Table (CSV)", table.csv, file_name=f"{FILE_PREFIX}-table.csv", mime="text/csv",
+                       icon=":material/download:", on_click="ignore", type="tertiary",
+                       help="The table with a header row; how it was computed in its first, commented line.")
+    if not table.matrices:
+        st.info("No model here has a vector per position: there is no position similarity to show side by side. "
+                "Add a model with learned, sinusoidal or rotary positions.", icon=":material/info:")
+        st.stop()
+    show(compare.model_grid(list(table.matrices.values()), table.names, metric), model=FILE_PREFIX)
+    st.caption("One colour scale for all: the 1st to 99th percentile of every matrix together, over the positions "
+               "every model has.")
+    st.subheader("Position q against all, every model")
+    n = next(iter(table.matrices.values())).values.shape[0]
+    clip_state("q", 0, n - 1)
+    q = st.number_input("q", 0, n - 1, profile_q(table), **url("q"))
+    show(compare.profiles(list(table.matrices.values()), table.names, metric, q), model=FILE_PREFIX)
+    st.stop()
+
+encoding = choose_encoding(lm)
+require_vectors(encoding, lm, "to compare with a sinusoid")
 width = encoding.reference_width
 
 if against == "sinusoid":
@@ -71,4 +101,4 @@ if against == "sinusoid" and encoding.reference_note:
 st.subheader("Position q against all, both")
 clip_state("q", first, last)
 q = st.number_input("q", first, last, min(max(positions.default_q(encoding), first), last), **url("q"))
-show(compare.profiles(mine, theirs, names, metric, q))
+show(compare.profiles((mine, theirs), names, metric, q))

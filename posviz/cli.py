@@ -1,7 +1,8 @@
 """Command line of posviz: ``python -m posviz export --model ID --sentence TEXT --out DIR`` (and ``--layer``,
 ``--head``, ``--q``, ``--range FIRST LAST``, ``--present``, ``--no-images``; ``--help`` says each),
-``python -m posviz export --from SIDECAR.json [--out DIR] [--all]`` (a figure made again from its sidecar), and
-``python -m posviz coverage [--out docs/coverage.md]`` (the coverage table, :mod:`posviz.coverage`)."""
+``python -m posviz export --from SIDECAR.json [--out DIR] [--all]`` (a figure made again from its sidecar),
+``python -m posviz coverage [--out docs/coverage.md]`` (the coverage table, :mod:`posviz.coverage`), and
+``python -m posviz compare --models A B C …`` (many models side by side, :mod:`posviz.model_table`)."""
 
 from __future__ import annotations
 
@@ -63,6 +64,31 @@ def _parser() -> argparse.ArgumentParser:
                           help="the Markdown file to write (default: docs/coverage.md)")
     coverage.add_argument("--timeout", type=float, default=None, metavar="S",
                           help="seconds one model type may take to build (default 60)")
+    compare = commands.add_parser(
+        "compare", help="compare up to 8 models side by side: one table, their position similarity and profiles",
+        description="Load each model's positions only (config.json and the positional tensors), in parallel, and "
+                    "print one row per model and per reference (the sinusoid of the first model's width, a random "
+                    "matrix): scheme, positions, width, Wang et al.'s three properties of the position similarity, "
+                    "Wang & Chen's absolute and relative probes (the paper's protocol: least squares, 5 folds, 512 "
+                    "pairs) and the statistics of BERT's 128 boundary. With --out, write the table as CSV and its "
+                    "figures (each model's position similarity side by side; position q against all, every model "
+                    "on one chart) as HTML, PNG, SVG and NPZ.")
+    compare.add_argument("--models", nargs="+", required=True, metavar="ID",
+                         help="1 to 8 Hub ids or local folders (all-MiniLM-L6-v2 or \"all-MiniLM-L6-v2 (bundled)\": "
+                              "the bundled model)")
+    compare.add_argument("--q", type=int, default=None, metavar="Q",
+                         help='the position of "position q against all", 0-based (default 128, or the last position '
+                              "every model has)")
+    compare.add_argument("--metric", choices=("cosine", "dot"), default="cosine",
+                         help="the position similarity the properties and figures read (default cosine)")
+    compare.add_argument("--seed", type=int, default=0, metavar="S",
+                         help="seeds the probes' folds and pairs and the random reference (default 0)")
+    compare.add_argument("--out", type=Path, default=None, metavar="DIR",
+                         help="folder to write the table's CSV and the figures into (created); none: print only")
+    compare.add_argument("--revision", default=None, metavar="R", help="branch, tag or commit of every Hub model")
+    compare.add_argument("--device", default="auto", metavar="D", help="auto (default), cpu, cuda, mps …")
+    compare.add_argument("--no-images", action="store_true",
+                         help="HTML, NPZ and CSV only (PNG and SVG need Chrome or Chromium)")
     return parser
 
 
@@ -250,6 +276,61 @@ def coverage_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def compare_command(args: argparse.Namespace) -> int:
+    """``python -m posviz compare``: :func:`posviz.model_table.compare_models` of the models named, the table
+    printed to stdout (:meth:`~posviz.model_table.ModelTable.text`, then how it was computed), each model's
+    progress on stderr as ``posviz: [i/n] <model>: <state>``; with ``--out``, the table and its figures
+    written there (:func:`posviz.model_table.write_model_table`).
+
+    A model that fails to load gets a row with the reason (and its progress line says it); the others are
+    compared all the same.
+
+    Returns
+    -------
+    int
+        0 on success, also where some models failed to load; 2 with a one-line message on stderr for no model
+        or more than 8, a negative ``--q``, an ``--out`` that is a file, no browser for images, a ``--q`` the
+        models do not share, or a failed write.
+    """
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    from posviz import export, model_table
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
+    start = time.perf_counter()
+    try:
+        keys = model_table.model_keys(args.models, device=args.device, revision=args.revision)
+    except ValueError as exc:
+        return _fail(str(exc))
+    if args.q is not None and args.q < 0:
+        return _fail(f"--q {args.q} does not exist: positions count from 0.")
+    if args.out is not None and args.out.exists() and not args.out.is_dir():
+        return _fail(f"--out {args.out} is a file; give a folder (it is created where missing).")
+    if args.out is not None and not args.no_images:
+        try:
+            export.require_browser()
+        except export.ExportError as exc:
+            return _fail(f"{exc} Or pass --no-images for HTML, NPZ and CSV only.")
+
+    def progress(step: model_table.Progress) -> None:
+        detail = f" ({step.detail})" if step.detail else ""
+        print(f"posviz: [{step.index + 1}/{step.total}] {step.name}: {step.state}{detail}", file=sys.stderr)
+
+    table = model_table.compare_models(keys, metric=args.metric, seed=args.seed, progress=progress)
+    print(table.text())
+    print(f"\n{table.caption}")
+    if args.out is None:
+        return 0
+    try:
+        files = model_table.write_model_table(table, args.out, q=args.q, images=not args.no_images)
+    except (export.ExportError, ValueError, OSError) as exc:
+        return _fail(str(exc))
+    print(f"Wrote {len(files)} files to {args.out} in {time.perf_counter() - start:.1f} s: "
+          f"{', '.join(path.name for path in files)}.", file=sys.stderr)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse ``argv`` (default: ``sys.argv[1:]``) and run the command; returns the exit code."""
     args = _parser().parse_args(argv)
@@ -257,6 +338,8 @@ def main(argv: list[str] | None = None) -> int:
         return export_command(args)
     if args.command == "coverage":
         return coverage_command(args)
+    if args.command == "compare":
+        return compare_command(args)
     return 2  # argparse requires a command
 
 

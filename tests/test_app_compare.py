@@ -1,6 +1,7 @@
 """AppTest of the Compare page: the model beside the sinusoid of its width, or beside another model."""
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import posviz
@@ -64,3 +65,47 @@ def test_the_bundled_model_by_its_name_beside_a_local_model(tiny_path, bundled_l
     table = bundled_lm.encodings[0].matrix
     n = heatmap_z(theirs).shape[0]
     np.testing.assert_allclose(heatmap_z(theirs), posviz.similarity(table[:n], "cosine"), atol=1e-5)
+
+
+# ---------------------------------------------------------------- many models (against=models)
+
+MANY = ("gpt2", "llama", "bloom")
+
+
+def test_many_models_table_and_figures_are_the_librarys(tiny_path):
+    """The sidebar's bundled model first, then the models listed; the same numbers as posviz.model_table."""
+    from posviz import model_table as mt
+    from posviz.store import ModelStore
+
+    listed = [str(tiny_path(f)) for f in MANY] + ["./no/such/folder"]
+    at = open_page("compare", against="models", models="\n".join(listed))
+    assert not at.exception and not at.main.error
+    table = mt.compare_models(mt.model_keys([None, *listed]), store=ModelStore())
+    shown = at.dataframe[0].value
+    expected = table.frame()
+    assert list(shown.columns) == list(expected.columns)
+    pd.testing.assert_frame_equal(shown.reset_index(drop=True), expected, check_exact=False, rtol=1e-9)
+    lines = [m.value for m in at.markdown if "**" in m.value]
+    assert lines[0] == ":material/check_circle: **all-MiniLM-L6-v2 (bundled)**: done"
+    assert lines[4].startswith(":material/error: **./no/such/folder**: error: No folder './no/such/folder'.")
+    grid, profiles = figures(at)
+    names = table.names
+    assert [a["text"] for a in grid["layout"]["annotations"][:len(names)]] == [  # tile titles: no folder paths
+        "all-MiniLM-L6-v2", *(tiny_path(f).name for f in MANY[:2]), "sinusoid, width<br>384 (interleaved)",
+        "random Gaussian,<br>seed 0"]
+    assert grid["layout"]["title"]["subtitle"]["text"].startswith("models")  # not the sidebar's model alone
+    for trace, name in zip(grid["data"], names):
+        np.testing.assert_allclose(arr(trace["z"]), table.matrices[name].values, atol=1e-6)
+    assert [t["name"] for t in profiles["data"]] == names
+    assert at.number_input(key="q").value == 95  # 128 is beyond GPT-2's 96 positions: the last shared one
+    for trace, name in zip(profiles["data"], names):
+        np.testing.assert_allclose(arr(trace["y"]), posviz.row_profile(table.matrices[name].values, 95), rtol=1e-5)
+
+
+def test_many_models_refuses_more_than_eight_and_keeps_the_list():
+    listed = "\n".join(f"org/model-{i}" for i in range(8))
+    at = open_page("compare", against="models", models=listed)
+    assert not at.exception and not figures(at) and not at.dataframe
+    assert [e.value for e in at.main.error] == [
+        "9 models: at most 8 are compared side by side; leave out 1. The sidebar's model counts as one."]
+    assert at.text_area(key="models").value == listed

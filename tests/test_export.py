@@ -489,7 +489,7 @@ def test_csv_of_series_has_a_column_per_series(bundled_lm):
     mine = positions.matrix(encoding, "dot", 0, 31)
     theirs = positions.matrix(posviz.positions.sinusoid.reference_sinusoid(32, 384, "interleaved"), "dot", 0, 31)
     names = ("all-MiniLM-L6-v2 (bundled)", "sinusoid, width 384 (interleaved)")
-    view = compare.profiles(mine, theirs, names, "dot", 5)  # profiles [2, 32] named by models
+    view = compare.profiles((mine, theirs), names, "dot", 5)  # profiles [2, 32] named by models
     header, labels, values = read_table(export.csv_table(view.arrays))
     assert header == ["positions", *names] and labels == [str(p) for p in range(32)]
     np.testing.assert_array_equal(values.astype(np.float32), view.arrays["profiles"].T)

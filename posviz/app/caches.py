@@ -7,6 +7,8 @@ one library computation; the pages call these, then a view of :mod:`posviz.views
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from typing import Callable
 
 import numpy as np
@@ -27,6 +29,7 @@ from posviz.analysis.similarity import PositionMatrix
 from posviz.analysis.word_order import WordOrderComparison, compare_orders
 from posviz.app import gates
 from posviz.loading import LoadedModel
+from posviz.model_table import ModelTable, Progress, compare_models
 from posviz.positions import PositionEncoding, sinusoidal
 from posviz.positions.sinusoid import reference_sinusoid
 from posviz.store import BUNDLED, ModelKey, ModelStore
@@ -79,6 +82,45 @@ def projection(key: ModelKey, component: str, method: str, dims: int, first: int
     (coords, positions)."""
     gates.wait_for_libraries()  # umap-learn and scikit-learn imported by the warm-up, never beside it
     return positions.projection_coordinates(encoding(key, component), method, dims, first, last)
+
+
+#: Most model tables kept (:func:`model_table`).
+MODEL_TABLES = 8
+
+
+@st.cache_resource(show_spinner=False)
+def _model_tables() -> tuple[OrderedDict, threading.Lock]:
+    """The model tables of the process, least recently used first, and the lock that guards them."""
+    return OrderedDict(), threading.Lock()
+
+
+def model_table(keys: tuple[ModelKey, ...], metric: str, seed: int,
+                progress: Callable[[Progress], None] | None = None) -> ModelTable:
+    """:func:`posviz.model_table.compare_models` of ``keys`` through the process's model store, kept for every
+    session (the last :data:`MODEL_TABLES`) unless a model failed to load (a network that comes back, a folder
+    made since). ``progress`` sees each model's steps where the table is computed now (not
+    ``st.cache_data``: its callback draws on the page, which a cached function may not do).
+
+    Raises
+    ------
+    ValueError
+        As :func:`~posviz.model_table.compare_models` (no key, more than 8).
+    """
+    tables, lock = _model_tables()
+    wanted = (keys, metric, seed)
+    with lock:
+        found = tables.get(wanted)
+        if found is not None:
+            tables.move_to_end(wanted)
+            return found
+    gates.wait_for_libraries()  # scikit-learn imported by the warm-up, never beside it
+    found = compare_models(keys, store=model_store(), metric=metric, seed=seed, progress=progress)
+    if not found.failed:
+        with lock:
+            tables[wanted] = found
+            while len(tables) > MODEL_TABLES:
+                tables.popitem(last=False)
+    return found
 
 
 @st.cache_data(show_spinner=False, max_entries=16)

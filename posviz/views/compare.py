@@ -1,13 +1,21 @@
-"""Views of Compare: a model's position-position matrix beside a sinusoid's or another model's."""
+"""Views of Compare: a model's position-position matrix beside a sinusoid's or another model's, and many
+models side by side (:mod:`posviz.model_table`)."""
 
 from __future__ import annotations
+
+import textwrap
+from typing import Sequence
 
 import numpy as np
 
 from posviz.analysis.similarity import PositionMatrix, row_profile
+from posviz.loading import short_name
 from posviz.views import figures
 from posviz.views.style import name_model
 from posviz.views.view import View, view_id
+
+#: Characters per line of a tile's title in :func:`model_grid` (a tile is some 150 pixels wide at 1024 × 768).
+TILE_TITLE_CHARS = 18
 
 
 def _label(metric: str) -> str:
@@ -43,25 +51,61 @@ def side_by_side(mine: PositionMatrix, theirs: PositionMatrix, names: tuple[str,
     return views[0], views[1]
 
 
-@view_id("compare-profiles")
-def profiles(mine: PositionMatrix, theirs: PositionMatrix, names: tuple[str, str], metric: str, q: int) -> View:
-    """Both "position q against all" profiles on one chart, each divided by its maximum.
+@view_id("compare-models")
+def model_grid(matrices: Sequence[PositionMatrix], names: Sequence[str], metric: str) -> View:
+    """The position similarity of several models (and references) as small multiples, one colour scale for all:
+    the 1st to 99th percentile of every matrix together, as :func:`side_by_side` does for two.
 
     Parameters
     ----------
+    matrices : sequence of PositionMatrix
+        Over the same rows, [n, n] each (:attr:`posviz.model_table.ModelTable.matrices`).
+    names : sequence of str
+        What each is; a tile's title is its short name (:func:`posviz.loading.short_name`: no folder path),
+        wrapped at :data:`TILE_TITLE_CHARS` characters a line.
+    metric : {"dot", "cosine"}
+
+    Returns
+    -------
+    View
+        Arrays: ``similarity`` [k, n, n] (NPZ only), ``models``, ``positions``.
+    """
+    stack = np.stack([m.values for m in matrices])
+    first = matrices[0]
+    label = _label(metric)
+    title = f"{label} of each model, positions {int(first.positions[0])}–{first.last}"
+    titles = ["<br>".join(textwrap.wrap(short_name(name), TILE_TITLE_CHARS)) for name in names]
+    fig = figures.small_multiples(stack, titles, title, *figures.clip_limits(stack.ravel()),
+                                  names=("position", "position"), columns=figures.tile_columns(len(matrices)),
+                                  first=int(first.positions[0]))
+    return View(fig, title, {"similarity": stack, "models": list(names), "positions": first.positions})
+
+
+@view_id("compare-profiles")
+def profiles(matrices: Sequence[PositionMatrix], names: Sequence[str], metric: str, q: int) -> View:
+    """The "position q against all" profiles of several matrices on one chart, each divided by its maximum.
+
+    Parameters
+    ----------
+    matrices : sequence of PositionMatrix
+        Over the same rows (the model and its reference on the Compare page; every model of a table).
+    names : sequence of str
+        One line each, in the legend.
+    metric : {"dot", "cosine"}
     q : int
         The position; with a stride, the nearest shown row is used.
 
     Returns
     -------
     View
-        Arrays: ``profiles`` [2, n], ``models``, ``positions``.
+        Arrays: ``profiles`` [k, n], ``models``, ``positions``.
     """
-    first = int(mine.positions[0])
-    row = min(int(round((q - first) / mine.step)), mine.values.shape[0] - 1)
+    first = matrices[0]
+    start = int(first.positions[0])
+    row = min(int(round((q - start) / first.step)), first.values.shape[0] - 1)
     label = _label(metric)
-    lines = {names[0]: row_profile(mine.values, row), names[1]: row_profile(theirs.values, row)}
-    title = f"{label}(q = {int(mine.positions[row])}, j) ÷ max over j"
-    fig = figures.line_figure(lines, title, "position j", f"{label} ÷ max", x=mine.positions)
+    lines = {name: row_profile(m.values, row) for m, name in zip(matrices, names)}
+    title = f"{label}(q = {int(first.positions[row])}, j) ÷ max over j"
+    fig = figures.line_figure(lines, title, "position j", f"{label} ÷ max", x=first.positions)
     return View(fig, title, {"profiles": np.stack(list(lines.values())), "models": list(names),
-                             "positions": mine.positions})
+                             "positions": first.positions})

@@ -331,12 +331,16 @@ def _subplots(styled: go.Figure, **grid) -> go.Figure:
 def heads_grid(patterns: np.ndarray, title: str, zmax: float | None = None,
                summary: tuple[int, str] = (1, "mean")) -> go.Figure:
     """All attention heads of one layer, [heads, queries, keys] (or their block summaries, see
-    :func:`small_multiples`), as small multiples from 0 to ``zmax``: about as many columns as rows, at
-    most 4 (4 heads: 2 × 2, not one thin row under a tall colour bar)."""
+    :func:`small_multiples`), as small multiples from 0 to ``zmax`` (:func:`tile_columns` columns)."""
     heads = patterns.shape[0]
-    columns = min(4, max(2, math.ceil(math.sqrt(heads))))
     return small_multiples(patterns, [f"head {h}" for h in range(heads)], title, zmin=0, zmax=zmax,
-                           names=("query", "key"), columns=columns, summary=summary)
+                           names=("query", "key"), columns=tile_columns(heads), summary=summary)
+
+
+def tile_columns(count: int) -> int:
+    """Columns of small multiples of ``count`` tiles: about as many as rows, 2 to 4 (4 tiles: 2 × 2, not one
+    thin row under a tall colour bar; 12: 4 × 3)."""
+    return min(4, max(2, math.ceil(math.sqrt(count))))
 
 
 def _row_blocks(values: np.ndarray, block: int) -> np.ndarray:
