@@ -7,8 +7,11 @@ its sidecars; each sidecar is read back, its model loaded as the sidecar names i
 again has the same plotly JSON (``fig.to_json()``). The sidecar's contents are checked against the
 model (the bundled package's version, a local folder's path and hash, the commit of a repository on
 the tests' local Hub, also offline) and the installed versions. The command's happy paths write the
-same bytes; its error paths are one line and exit code 2. On the app's side, the JSON button of each
-page's views gives a sidecar that makes the figure the page showed.
+same bytes; its error paths are one line and exit code 2. On the app's side, the JSON button of every
+view of every page but Compare (Gallery shows none), with settings other than the defaults (tiny BERT,
+GPT-2, T5 and BART: stacks, limits, a generation, hidden special tokens, block summaries of a long input
+and its zoom, attention by offset of the corpus, seeded probes, a shuffled word order), gives a sidecar
+that makes the figure the page showed, also through ``posviz export --from`` for one view of each page.
 """
 
 from __future__ import annotations
@@ -235,6 +238,12 @@ def _edited(path: Path, change) -> Path:
     ("with --model", "--from takes the model and the settings from the sidecar; leave out --model, --layer."),
     ("--all alone", "--all goes with --from SIDECAR.json: the whole set of that sidecar's figure."),
     ("no --out", "--out is required: give the folder to write into."),
+    ("no decoder", "{path}: tiny-bert has no decoder stack: it is not an encoder-decoder model."),
+    ("zoom beyond", "{path}: zoom 0 99 0 4 does not fit: the pattern has 7 queries and 7 keys, a window at most 256 a "
+                    "side (queries q0 to q1 - 1, keys k0 to k1 - 1)."),
+    ("corpus of the cross stack", "{path}: Offsets j - i compare positions in one sequence: the cross stack has none."),
+    ("unknown probe setting", "{path}: the settings of probe-predictions do not fit it (got an unexpected keyword "
+                           "argument 'folds')."),
 ])
 def test_a_bad_sidecar_is_one_line_and_exit_code_2(cli, tiny_path, tmp_path, case, message):
     folder = shutil.copytree(tiny_path("bert"), tmp_path / "tiny-bert")
@@ -277,6 +286,17 @@ def test_a_bad_sidecar_is_one_line_and_exit_code_2(cli, tiny_path, tmp_path, cas
         args = ["export", "--all", "--out", str(tmp_path / "out")]
     elif case == "no --out":
         args = ["export", "--no-images"]
+    elif case == "no decoder":
+        _edited(path, lambda d: d.update(view="attention-head", settings={"sentence": SENTENCE, "layer": 0,
+                                                                          "stack": "decoder"}))
+    elif case == "zoom beyond":
+        _edited(path, lambda d: d.update(view="attention-window", settings={"sentence": SENTENCE, "layer": 0, "head": 0,
+                                                                            "zoom": [0, 99, 0, 4]}))
+    elif case == "corpus of the cross stack":
+        _edited(path, lambda d: d.update(view="sink-grid", settings={"sentence": SENTENCE, "stack": "cross",
+                                                                     "over": "corpus"}))
+    elif case == "unknown probe setting":
+        _edited(path, lambda d: d.update(view="probe-predictions", settings={"folds": 3}))
     code, out, err = cli(*args)
     assert (code, out) == (2, "")
     assert err.splitlines() == ["posviz: error: " + message.format(path=path, folder=folder.resolve(),
@@ -310,7 +330,8 @@ BY_OFFSET = ["offset-grid", "sink-grid", "head-offsets", "shares-by-query"]
 
 def _set(at, key: str, value) -> None:
     """Give the widget ``key`` (a slider, number input, radio or toggle of the page) ``value``, and run."""
-    widget = next(w for kind in ("slider", "number_input", "radio", "toggle") for w in getattr(at, kind) if w.key == key)
+    kinds = ("slider", "number_input", "radio", "toggle")
+    widget = next(w for kind in kinds for w in getattr(at, kind) if w.key == key)
     widget.set_value(value).run()
 
 
