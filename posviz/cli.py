@@ -1,6 +1,10 @@
-"""Command line of posviz: ``python -m posviz export --model ID --sentence TEXT --out DIR`` (and ``--layer``,
-``--head``, ``--q``, ``--range FIRST LAST``, ``--present``, ``--no-images``; ``--help`` says each), and
-``python -m posviz coverage [--out docs/coverage.md]`` (the coverage table, :mod:`posviz.coverage`)."""
+"""The ``posviz`` command (also ``python -m posviz``): one function adds each command's parser, one runs it.
+
+``posviz app [streamlit options]`` starts the Streamlit app; ``posviz export --model ID --sentence TEXT --out DIR``
+(and ``--layer``, ``--head``, ``--q``, ``--range FIRST LAST``, ``--present``, ``--no-images``; ``--help`` says
+each) writes the standard figures; ``posviz coverage [--out docs/coverage.md]`` the coverage table
+(:mod:`posviz.coverage`). ``posviz --version`` prints the version.
+"""
 
 from __future__ import annotations
 
@@ -10,11 +14,30 @@ import sys
 import time
 from pathlib import Path
 
+import posviz
+
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m posviz",
-                                     description="See how transformer models encode word order.")
+    """The parser of every command: each ``_add_<command>`` adds one and sets its ``run`` function."""
+    parser = argparse.ArgumentParser(prog="posviz", description="See how transformer models encode word order.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {posviz.__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in (_add_app, _add_export, _add_coverage):
+        add(commands)
+    return parser
+
+
+def _add_app(commands) -> None:
+    app = commands.add_parser(
+        "app", help="start the Streamlit app (any further options go to streamlit run)",
+        usage="%(prog)s [-h] [streamlit run option ...]",
+        description="Start the Streamlit app with its own settings, from any folder. Any further options go to "
+                    "`streamlit run` (e.g. posviz app --server.port 8502 --server.address 0.0.0.0; "
+                    "`streamlit run --help` lists them).")
+    app.set_defaults(run=app_command, passes_on=True)
+
+
+def _add_export(commands) -> None:
     export = commands.add_parser(
         "export", help="write the standard figures and arrays of a model and a sentence, for slides",
         description="Write the standard figures (position similarity, position q against all, PCA projection, "
@@ -43,17 +66,21 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("--present", action="store_true",
                         help="figures for a projector (large fonts, thick lines), as the app's presentation mode; "
                              "their files end in -present")
+    export.set_defaults(run=export_command)
+
+
+def _add_coverage(commands) -> None:
     coverage = commands.add_parser(
         "coverage", help="write the coverage table: every model type of the installed transformers -> its scheme(s)",
         description="For every model type of the installed transformers, make its default config and build its model "
                     "on the meta device; write a Markdown table of model type, scheme(s) (from the family table, "
                     "else found by structure), what posviz shows, and how it was verified or why the type could not "
-                    "be built. Run it from the repository root (the tiny-config tests are read from tests/support).")
+                    "be built. The tiny-config tests are read from the tests/support of the checkout posviz runs from.")
     coverage.add_argument("--out", type=Path, default=None, metavar="FILE",
-                          help="the Markdown file to write (default: docs/coverage.md)")
+                          help="the Markdown file to write (default: docs/coverage.md of the checkout)")
     coverage.add_argument("--timeout", type=float, default=None, metavar="S",
                           help="seconds one model type may take to build (default 60)")
-    return parser
+    coverage.set_defaults(run=coverage_command)
 
 
 def _fail(message: str) -> int:
@@ -61,8 +88,12 @@ def _fail(message: str) -> int:
     return 2
 
 
+def _note(text: str) -> None:
+    print(f"posviz: note: {' '.join(text.split())}", file=sys.stderr)
+
+
 def export_command(args: argparse.Namespace) -> int:
-    """``python -m posviz export``: load the model, write the standard set (:mod:`posviz.standard_set`).
+    """``posviz export``: load the model, write the standard set (:mod:`posviz.standard_set`).
 
     Notes (the q used where the model has fewer positions than asked for by default) go to stderr as
     ``posviz: note: ...``; the files written to stdout, one path a line.
@@ -77,7 +108,6 @@ def export_command(args: argparse.Namespace) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     from tqdm import tqdm
 
-    import posviz
     from posviz import export, standard_set
     from transformers.utils import logging as hf_logging
 
@@ -108,9 +138,6 @@ def export_command(args: argparse.Namespace) -> int:
         return _fail(f"Cannot use device {args.device!r} ({exc}).")
     bar = None  # made at the first file written: a message before it (a note, an error) stands alone
 
-    def note(text: str) -> None:
-        print(f"posviz: note: {' '.join(text.split())}", file=sys.stderr)
-
     def progress(path: Path, done: int, total: int) -> None:
         nonlocal bar
         if bar is None:
@@ -120,7 +147,7 @@ def export_command(args: argparse.Namespace) -> int:
 
     try:
         files = standard_set.export_standard_set(lm, sentence, args.out, progress=progress, images=not args.no_images,
-                                                 present=args.present, notes=note, **settings)
+                                                 present=args.present, notes=_note, **settings)
     except (export.ExportError, ValueError, OSError) as exc:
         if bar is not None:
             bar.close()
@@ -135,20 +162,31 @@ def export_command(args: argparse.Namespace) -> int:
 
 
 def coverage_command(args: argparse.Namespace) -> int:
-    """``python -m posviz coverage``: :func:`posviz.coverage.coverage_rows` over every model type, written with
+    """``posviz coverage``: :func:`posviz.coverage.coverage_rows` over every model type, written with
     :func:`posviz.coverage.write_table`; progress on stderr, then the counts in one sentence and the time taken.
+
+    The "how verified" column names the tiny-config tests of the checkout posviz runs from
+    (:func:`posviz.coverage.checkout`); posviz installed from a wheel has none: the command then
+    needs ``--out`` and says that column cannot name tests.
 
     Returns
     -------
     int
-        0 on success; 2 with a one-line message on stderr for an ``--out`` that is a folder, a
-        ``--timeout`` that is not positive, or a failed write.
+        0 on success; 2 with a one-line message on stderr for no ``--out`` outside a checkout, an
+        ``--out`` that is a folder, a ``--timeout`` that is not positive, or a failed write.
     """
     from tqdm import tqdm
 
     from posviz import coverage
 
-    out = args.out if args.out is not None else coverage.DEFAULT_OUT
+    root = coverage.checkout()
+    if root is None and args.out is None:
+        return _fail(f"posviz runs from {Path(posviz.__file__).parent}, not from its repository, so there is no "
+                     "docs/coverage.md to update; run it in a checkout (pip install -e .), or give --out FILE.")
+    if root is None:
+        _note("not in a checkout of posviz (no tests/support beside it): the \"how verified\" column says "
+              f"\"{coverage.NO_TESTS}\" instead of naming the tiny-config tests.")
+    out = args.out if args.out is not None else root / coverage.DEFAULT_OUT
     timeout = coverage.DEFAULT_TIMEOUT if args.timeout is None else args.timeout
     if out.is_dir():
         return _fail(f"--out {out} is a folder; give the Markdown file to write.")
@@ -174,14 +212,43 @@ def coverage_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def app_command(args: argparse.Namespace) -> int:
+    """``posviz app``: Streamlit's own ``streamlit run`` on the app's entry script
+    (:func:`posviz.app.entry.script`), with the options that follow ``app`` (``args.passed_on``).
+
+    Returns
+    -------
+    int
+        Streamlit's exit status (0 once the server stops; 2 with Streamlit's message for an option
+        ``streamlit run`` does not know); 2 with a one-line message where the entry script is missing.
+    """
+    from posviz.app.entry import script
+
+    try:
+        path = script()
+    except FileNotFoundError as exc:
+        return _fail(str(exc))
+    from streamlit.web import cli as streamlit_cli
+
+    try:
+        streamlit_cli.main(["run", str(path), *args.passed_on], prog_name="streamlit")
+    except SystemExit as exc:  # click ends every run so
+        return exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Parse ``argv`` (default: ``sys.argv[1:]``) and run the command; returns the exit code."""
-    args = _parser().parse_args(argv)
-    if args.command == "export":
-        return export_command(args)
-    if args.command == "coverage":
-        return coverage_command(args)
-    return 2  # argparse requires a command
+    """Parse ``argv`` (default: ``sys.argv[1:]``) and run the command; returns the exit code.
+
+    Options after a command that passes them on (``app``) go to it as ``args.passed_on``; any other
+    command refuses them, as argparse does (exit 2).
+    """
+    parser = _parser()
+    args, rest = parser.parse_known_args(argv)
+    if rest and not getattr(args, "passes_on", False):
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    args.passed_on = rest
+    return args.run(args)
 
 
 if __name__ == "__main__":
