@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 import posviz
-from posviz import standard_set
+from posviz import cli, standard_set
 from tests.support.browser import running_app
 
 pytestmark = pytest.mark.package
@@ -45,7 +45,8 @@ def _requirements() -> list[str]:
 def _run(*cmd, cwd: Path, check: bool = True) -> subprocess.CompletedProcess:
     """Run ``cmd`` in ``cwd`` without the repository on ``PYTHONPATH``; its output as text."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    done = subprocess.run([str(c) for c in cmd], cwd=cwd, env=env, capture_output=True, text=True, timeout=TIMEOUT_S)
+    done = subprocess.run([str(c) for c in cmd], cwd=cwd, env=env, capture_output=True, text=True, timeout=TIMEOUT_S,
+                          check=False)
     if check:
         assert done.returncode == 0, f"{cmd} exited with {done.returncode}:\n{done.stdout}\n{done.stderr}"
     return done
@@ -126,6 +127,15 @@ def test_the_installed_package_runs_outside_the_repository(installed, elsewhere)
         assert usage.startswith("usage: posviz") and all(c in usage for c in ("app", "export", "coverage"))
 
 
+def test_app_passes_its_options_to_streamlit_run_and_the_others_refuse_them(capsys):
+    assert cli.main(["app", "--no-such-option"]) == 2
+    assert "No such option '--no-such-option'" in capsys.readouterr().err  # streamlit run's own message
+    with pytest.raises(SystemExit) as refused:
+        cli.main(["coverage", "--no-such-option"])
+    assert refused.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == "posviz: error: unrecognized arguments: --no-such-option"
+
+
 def test_coverage_outside_a_checkout_asks_for_out(installed, elsewhere):
     done = _run(installed / "posviz", "coverage", cwd=elsewhere, check=False)
     assert done.returncode == 2 and not done.stdout
@@ -146,9 +156,9 @@ def test_the_installed_export_writes_the_librarys_numbers(installed, elsewhere, 
 
 
 def test_posviz_app_serves_the_installed_app_from_anywhere(installed, elsewhere):
-    with running_app(elsewhere / "app.log", command=(str(installed / "posviz"), "app"), cwd=elsewhere) as (base, _):
-        with urllib.request.urlopen(base, timeout=10) as page:
-            assert page.status == 200 and "<title>Streamlit</title>" in page.read().decode()
+    server = running_app(elsewhere / "app.log", command=(str(installed / "posviz"), "app"), cwd=elsewhere)
+    with server as (base, _), urllib.request.urlopen(base, timeout=10) as page:
+        assert page.status == 200 and "<title>Streamlit</title>" in page.read().decode()
     # The installed entry script and pages, run as Streamlit runs them: the Model page of the bundled model.
     run_page = ("from streamlit.testing.v1 import AppTest\nfrom posviz.app.entry import script\n"
                 "at = AppTest.from_file(str(script()), default_timeout=240).run()\n"
