@@ -163,7 +163,10 @@ def test_posviz_app_serves_the_installed_app_from_anywhere(installed, elsewhere)
     run_page = ("from streamlit.testing.v1 import AppTest\nfrom posviz.app.entry import script\n"
                 "at = AppTest.from_file(str(script()), default_timeout=240).run()\n"
                 "assert not at.exception, [e.value for e in at.exception]\n"
-                "print(at.title[0].value, '|', at.sidebar.selectbox(key='model').value)")
+                "print(at.title[0].value, '|', at.sidebar.selectbox(key='model').value, flush=True)\n"
+                # the app's warm-up thread (a daemon) may be inside torch when the interpreter exits, which
+                # aborts (SIGABRT): the page's result is in, so the process ends here
+                "import os; os._exit(0)")
     title, model = _run(installed / "python", "-c", run_page, cwd=elsewhere).stdout.strip().split(" | ")
     assert title == "Model" and model == posviz.BUNDLED_NAME
 
