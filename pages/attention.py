@@ -5,10 +5,14 @@ For an encoder-decoder model the page also takes a target sentence (the decoder'
 shows one of three stacks: encoder self-attention, decoder self-attention or cross attention.
 """
 
+from dataclasses import astuple
+
 import streamlit as st
 
 from posviz.analysis import attention_budget as budget
-from posviz.analysis.attention import STACKS, without_special
+from posviz.analysis.attention import STACKS
+from posviz.analysis.attention_offsets import stack_encoding
+from posviz.analysis.attention_reading import CORPUS_TOKENS, CORPUS_WINDOWS
 from posviz.analysis.generation import MOST_GENERATED
 from posviz.hub import CheckpointError
 from posviz.app import caches, layout
@@ -19,7 +23,6 @@ from posviz.app.notices import (
 from posviz.app.navigation import current_model
 from posviz.app.widgets import index_slider, position_range, sentence_inputs, text_field, url
 from posviz.views import attention as views
-from posviz.views.attention import marked
 from posviz.views import attention_offsets as offset_views
 from posviz.views.limits import MAX_LABELS
 from posviz.recipes import recipe
@@ -73,8 +76,7 @@ if generate:
             generated = caches.continuation(key, text, text_pair, limit, int(generate))
     except CheckpointError as exc:
         st.warning(f"No generation: the model's output head cannot be read ({exc}).", icon=":material/block:")
-queries, keys = caches.attention_size(key, text, text_pair, target, stack, limit)
-queries, keys = queries + len(generated), keys + len(generated)
+queries, keys = caches.attention_size(key, text, text_pair, target, stack, limit, len(generated))
 summarised = max(queries, keys) > budget.WHOLE_TOKENS
 
 c1, c2, c3 = st.columns([2, 2, 1.5])
@@ -126,35 +128,24 @@ with notices_box:
         st.caption(f"⟨…⟩: the {len(generated)} tokens the model generated after the sentence (greedy: the most "
                    "likely token at each step), read with it.")
 
-kept = att.layer(layer)
-every_query, every_key = marked(att.query_tokens, len(generated)), marked(att.key_tokens, len(generated))
-query_tokens, key_tokens = every_query, every_key
-patterns, hidden = kept.summary(reduction), None
-if hide and kept.block == 1:
-    patterns, query_tokens, key_tokens, hidden = without_special(patterns, query_tokens, key_tokens,
-                                                                 set(lm.tokenizer.all_special_tokens))
-shown = dict(layer=layer, stack=stack if encoder_decoder else None, hidden=hidden, summary=(kept.block, reduction))
-# a sidecar where the figures are those of the whole encoder input: every weight, nothing hidden or generated
-whole = stack == "encoder" and kept.block == 1 and hidden is None and limit is None and not generated
-
-
-def made(view: str, **more):
-    return recipe(view, sentence=text, text_pair=text_pair, layer=layer, **more) if whole else None
-
-
+# what every sidecar of the page says: the input as read (the generation as asked, where it was made)
+read = dict(sentence=text, text_pair=text_pair, target=target, stack=stack, limit=limit,
+            generate=int(generate) if generated else 0)
+drawn = dict(encoder_decoder=encoder_decoder, generated=len(generated))
+head_view, mean_view, grid_view = views.layer_views(
+    att, layer, head, reduction=reduction, special=set(lm.tokenizer.all_special_tokens) if hide else None, **drawn)
+shown = dict(read, layer=layer, hide_special=hide, blocks=reduction)
 with figures_box:
     left, right = layout.pair()
     with left:
-        show(views.attention_head(patterns, query_tokens, key_tokens, head=head, **shown),
-             recipe=made("attention-head", head=head))
+        show(head_view, recipe=recipe("attention-head", head=head, **shown))
     with right:
-        show(views.attention_mean(patterns, query_tokens, key_tokens, **shown), recipe=made("attention-mean"))
-    show(views.attention_grid(patterns, query_tokens, key_tokens, **shown), recipe=made("attention-grid"))
+        show(mean_view, recipe=recipe("attention-mean", **shown))
+    show(grid_view, recipe=recipe("attention-grid", **shown))
 if window is not None:
-    zoomed = kept.window_patterns if kept.block > 1 else kept.patterns[:, window.q0:window.q1, window.k0:window.k1]
     with zoom_box:
-        show(views.attention_window(zoomed, every_query, every_key, window, layer=layer, head=head,
-                                    stack=shown["stack"]))
+        show(views.window_view(att, layer, head, window, **drawn),
+             recipe=recipe("attention-window", layer=layer, head=head, zoom=list(astuple(window)), **read))
 
 st.subheader("Attention by offset")
 if stack == "cross":
@@ -168,22 +159,27 @@ over = o1.radio("Over", ["input", "corpus"], horizontal=True, **url("offsets_ove
                      "and Prejudice, chapter 1), so that one sentence's words do not decide the profile; the "
                      "figures say how many.")
 profile = att.offsets
-if over == "corpus" and stack == "encoder":
+over = over if stack == "encoder" else "input"
+if over == "corpus":
     with st.spinner("Reading the corpus windows …"):
-        profile = caches.corpus_profile(key, 128, 16)
+        profile = caches.corpus_profile(key, CORPUS_TOKENS, CORPUS_WINDOWS)
 max_offset = o2.number_input("Offsets shown each side", 1, offset_views.MOST_OFFSETS, offset_views.MAX_OFFSET,
                              **url("max_offset"), help="Up to the input's length less one.")
-encoding = lm.encoding(stack) if stack in [e.component for e in lm.encodings] else lm.layer_encoding(layer)
+encoding = stack_encoding(lm, stack, layer)
 prediction = caches.scheme_prediction(key, encoding.component, profile.tokens)
-named = STACKS[stack] if encoder_decoder else ""
-source = ("corpus", key) if profile is not att.offsets else (key, text, text_pair, target, stack, layers,
-                                                               asked["window"], limit, generated)
-tags = tuple(" + ".join(s.components) for s in lm.layer_strip) if stack == "encoder" else ()
-for view in caches.offset_overview(source, profile, int(max_offset), named, tags):
-    show(view)
+source = ("corpus", key) if over == "corpus" else (key, text, text_pair, target, stack, layers, asked["window"],
+                                                   limit, generated)
+offsets_view, sinks_view = caches.offset_overview(source, profile, int(max_offset),
+                                                 offset_views.stack_name(stack, encoder_decoder),
+                                                 offset_views.layer_tags(lm.layer_strip, stack))
+by_offset = dict(read, over=over)
+show(offsets_view, recipe=recipe("offset-grid", max_offset=int(max_offset), **by_offset))
+show(sinks_view, recipe=recipe("sink-grid", **by_offset))
 left, right = layout.pair()
 with left:
     show(offset_views.head_offsets(profile, prediction, layer=layer, head=head, scheme=encoding.label,
-                                   score=encoding.metric_label("dot"), max_offset=max_offset))
+                                   score=encoding.metric_label("dot"), max_offset=max_offset),
+         recipe=recipe("head-offsets", layer=layer, head=head, max_offset=int(max_offset), **by_offset))
 with right:
-    show(offset_views.shares_by_query(profile, layer=layer, head=head))
+    show(offset_views.shares_by_query(profile, layer=layer, head=head),
+         recipe=recipe("shares-by-query", layer=layer, head=head, **by_offset))

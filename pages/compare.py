@@ -10,7 +10,7 @@ from posviz.app.notices import require_vectors
 from posviz.app.navigation import current_model
 from posviz.app.widgets import choose_encoding, clip_state, position_range, url
 from posviz.loading import ModelLoadError
-from posviz.model_table import COLUMNS, FILE_PREFIX, MAX_MODELS, figure_views, profile_q
+from posviz.model_table import FILE_PREFIX, MAX_MODELS, figure_views, profile_q
 from posviz.positions import SINUSOID_LAYOUTS
 from posviz.positions.base import METRICS
 from posviz.store import key_for
@@ -34,9 +34,7 @@ if against == "models":
                           help="Each is read positions only (its config.json and positional tensors), in parallel; "
                                "the sinusoid and a random matrix are added as references.")
     table = comparison.model_table(key, others, metric, seed=0)
-    st.dataframe(table.frame(), hide_index=True, column_config={
-        header: st.column_config.NumberColumn(format="%.4f") for name, header in COLUMNS.items()
-        if name not in ("model", "scheme", "note", "positions", "width", "rows")})
+    comparison.show_table(table)
     st.caption(table.caption)
     st.download_button("Table (CSV)", table.csv, file_name=f"{FILE_PREFIX}-table.csv", mime="text/csv",
                        icon=":material/download:", on_click="ignore", type="tertiary",

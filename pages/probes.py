@@ -15,6 +15,7 @@ from posviz.app.downloads import show
 from posviz.app.notices import require_text, require_weights
 from posviz.app.navigation import current_model
 from posviz.app.widgets import DEFAULT_TEXT, choose_encoding, text_field, url
+from posviz.recipes import recipe
 from posviz.views import probes as views
 
 #: What each option is (a bound radio writes its option, the URL value, to the URL: no format_func).
@@ -59,7 +60,8 @@ else:
         "absolute MAE (positions)": st.column_config.NumberColumn(format="%.2f"),
         "relative error rate": st.column_config.NumberColumn(format="%.3f")})
     st.caption(views.probe_caption(encoding, seed, pairs))
-    show(views.probe_predictions({s: a for s, (a, _) in found.items()}, names, encoding.axis_label))
+    show(views.probe_predictions({s: a for s, (a, _) in found.items()}, names, encoding.axis_label),
+         recipe=recipe("probe-predictions", component=encoding.component, seed=seed, regression=regression))
 
 st.subheader("Position in each layer's hidden states")
 require_text(lm, "through every layer")
@@ -79,4 +81,5 @@ if count < views.FEW_TOKENS:
     st.warning(f"{count} tokens: a probe fitted on {count * 4 // 5} tokens and tested on the rest says little. "
                "The built-in prose fills the model's positions.", icon=":material/info:")
 show(views.layer_probe(layers, encoder_decoder=bool(lm.config.is_encoder_decoder), max_tokens=lm.max_tokens,
-                       hidden=int(lm.config.get_text_config().hidden_size)))
+                       hidden=int(lm.config.get_text_config().hidden_size)),
+     recipe=recipe("layer-probe", sentence=text if source == "sentence" else None, seed=seed, regression=regression))

@@ -15,6 +15,7 @@ from posviz.app.notices import explain, require_attention, require_text, require
 from posviz.app.navigation import current_model
 from posviz.app.widgets import choose_encoding, clip_state, url
 from posviz.positions.base import METRICS
+from posviz.recipes import recipe
 from posviz.views import properties as views
 from posviz.views.limits import MAX_IDENTICAL_LENGTH, MAX_POSITIONS
 
@@ -63,9 +64,7 @@ else:
     with st.spinner("Computing the properties …"):
         mine = caches.model_properties(key, encoding.component, metric, count)
         ref = caches.sinusoid_properties(width, metric, count)
-    model_name = lm.name + (f" ({encoding.component})" if encoding.component else "")
-    ref_name = f"sinusoid, width {width}"
-    names = (model_name, ref_name)
+    names = model_name, ref_name = views.compared_names(lm.name, encoding)
     phi = encoding.metric_label(metric)
     meaning = f", {encoding.width_meaning}" if encoding.width_meaning else ""
     st.caption(f"φ = {phi} over {encoding.axis_label}s 0 … {count - 1}, beside the interleaved sinusoid of the same "
@@ -86,7 +85,8 @@ else:
     rises = ", ".join(f"{name}: {'never' if p.first_rise is None else f'k = {p.first_rise} → {p.first_rise + 1}'}"
                       for name, p in ((model_name, mine), (ref_name, ref)))
     st.caption(f"First offset where ḡ rises again — {rises}.")
-    show(views.monotonicity_profile(mine, ref, names))
+    by_matrix = dict(component=encoding.component, metric=metric, count=count)
+    show(views.monotonicity_profile(mine, ref, names), recipe=recipe("monotonicity", **by_matrix))
 
     st.subheader("Translation invariance")
     st.markdown("**Property** (Wang et al.): φ(x₁, x₁ + m) = … = φ(xₙ, xₙ + m) for every offset m — only the "
@@ -96,7 +96,7 @@ else:
     st.latex(r"\eta^2 = 1 - \frac{\sum_{k \ne 0} \sum_x \big(\varphi(x, x+k) - \bar g(k)\big)^2}"
              r"{\sum_{k \ne 0} \sum_x \big(\varphi(x, x+k) - \bar g\big)^2}")
     scores("η²", mine.translation_invariance, ref.translation_invariance)
-    show(views.translation_bands(mine, ref, names, phi))
+    show(views.translation_bands(mine, ref, names, phi), recipe=recipe("translation-invariance", **by_matrix))
 
     st.subheader("Symmetry")
     st.markdown("**Property** (Wang et al.): φ(x, y) = φ(y, x). **Score**: one minus the summed absolute "
@@ -106,7 +106,7 @@ else:
     st.latex(r"S = 1 - \frac{\sum_{x<y} \lvert \varphi(x, y) - \varphi(y, x) \rvert}"
              r"{\sum_{x<y} \big(\lvert \varphi(x, y)\rvert + \lvert \varphi(y, x)\rvert\big)}")
     scores("S", mine.symmetry, ref.symmetry)
-    show(views.symmetry_profile(mine, ref, names))
+    show(views.symmetry_profile(mine, ref, names), recipe=recipe("symmetry", **by_matrix))
 
 # ---------------------------------------------------------------- identical-word attention
 
@@ -130,12 +130,11 @@ keep_special = st.toggle("Keep special tokens", **url("keep_special"),
 try:
     with st.spinner("Running the model on identical-word inputs …"):
         att = caches.identical_words(key, words, length)
-        matrices, head = caches.head_scores(key, words, length, keep_special)
+        matrices, first, head = caches.shown_identical_words(key, words, length, keep_special)
 except ValueError as exc:
     st.warning(str(exc), icon=":material/warning:")
     st.stop()
 ref_matrix, ref_scores = caches.sinusoid_attention(width, matrices.shape[-1])
-first = 0 if keep_special else int(np.argmax(~att.special))
 shown_words = ", ".join(att.words[:12]) + (" …" if len(att.words) > 12 else "")
 st.caption(f"Averaged over {len(att.words)} words ({shown_words}); input of the first: "
            f"{' '.join(att.tokens[:4])} … ({len(att.tokens)} tokens)"
@@ -164,5 +163,8 @@ st.dataframe(table.style.format("{:.4f}", na_rep="n/a", subset=list(ATTENTION_SC
              hide_index=True, height=35 * (len(table) + 1) + 3,
              column_config={"attention": st.column_config.TextColumn(width="medium")})
 
-show(views.identical_word_tiles(matrices, head, keep_special=keep_special, first=first))
-show(views.attention_by_offset(matrices, ref_matrix, width))
+by_words = dict(words=words, length=length, keep_special=keep_special)
+show(views.identical_word_tiles(matrices, head, keep_special=keep_special, first=first),
+     recipe=recipe("identical-word-attention", **by_words))
+show(views.attention_by_offset(matrices, ref_matrix, width),
+     recipe=recipe("attention-by-offset", component=encoding.component, **by_words))

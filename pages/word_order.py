@@ -3,13 +3,13 @@
 import streamlit as st
 
 from posviz.analysis.permutations import PERMUTATIONS, parse_order, reverse_words, shuffle_words, swap_words
-from posviz.analysis.word_order import STAGES
+from posviz.analysis.word_order import STAGES, removal_refused
 from posviz.app import caches
 from posviz.app.downloads import show
 from posviz.app.notices import require_text, require_weights, truncation_notice
 from posviz.app.navigation import current_model
 from posviz.app.widgets import DEFAULT_TEXT, text_field, url
-from posviz.positions import PositionRemovalError
+from posviz.recipes import recipe
 from posviz.views import word_order as views
 
 key, lm = current_model()
@@ -65,11 +65,7 @@ with right:
             st.warning(str(exc), icon=":material/warning:")
             st.stop()
 
-try:
-    lm.family.removal(lm.model)
-    refused = None
-except PositionRemovalError as exc:
-    refused = str(exc)
+refused = removal_refused(lm)
 without = st.toggle("Remove positional information", **url("without_positions"), disabled=refused is not None,
                     help="Forward hooks on the model's own modules: the position embeddings become 0, or the "
                          "rotation becomes the identity (cos = 1, sin = 0), or the relative bias becomes 0.")
@@ -122,11 +118,12 @@ elif without:
     st.caption("Removed: " + "; ".join(shown.removed) if shown.removed else "This model has no positional "
                "information to remove.")
 
-show(views.difference_bars(kept, removed))
+show(views.difference_bars(kept, removed), recipe=recipe("word-order-difference", sentence=text, order=order))
 
 st.subheader("The vectors of both orders")
 stage = st.radio("Stage", list(STAGES), captions=list(STAGES.values()), horizontal=True, **url("stage"), index=2)
-show(views.stage_vectors(shown, stage))
+show(views.stage_vectors(shown, stage),
+     recipe=recipe("word-order-vectors", sentence=text, order=order, without_positions=without, stage=stage))
 if stage == "input" and lm.family.input_positions is None:
     st.caption(f"{lm.name} adds no position vector to its input ({lm.scheme_label}): its input representation "
                "is the same for a token wherever it stands, with or without positions. Position enters inside "

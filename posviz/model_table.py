@@ -95,8 +95,8 @@ class ModelRow:
     model : str
         The model's name (a Hub id, a folder, :data:`posviz.BUNDLED_NAME`) or the reference's.
     scheme : str
-        The short name of its main positional scheme (:attr:`posviz.LoadedModel.scheme`); ``"sinusoid"`` and
-        ``"random"`` for the references; empty where the model did not load.
+        Its positional schemes in words (:attr:`posviz.LoadedModel.scheme_label`); ``"fixed sinusoid"`` and
+        ``"random Gaussian"`` for the references; empty where the model did not load.
     positions : int or None
         Positions the model takes (:attr:`posviz.LoadedModel.max_tokens`); a reference's rows.
     width : int or None
@@ -370,7 +370,7 @@ def _model_row(store: ModelStore, key: ModelKey, table: ModelTable, step: Callab
         return row, None, None
     step("computing", "")
     encoding = lm.encodings[0]
-    row.model, row.scheme, row.positions = lm.name, lm.scheme, lm.max_tokens
+    row.model, row.scheme, row.positions = lm.name, lm.scheme_label, lm.max_tokens
     row.pinned, row.device = sidecar.describe_model(lm), str(lm.device)
     notes = [f"its first component, {encoding.component}"] if encoding.component else []
     matrix = None
@@ -397,9 +397,9 @@ def _references(encoding: PositionEncoding, name: str, table: ModelTable) -> lis
     scored as a model is."""
     names = source_names(name, encoding, table.seed)
     found = []
-    for source in ("sinusoid", "random"):
+    for source, scheme in (("sinusoid", "fixed sinusoid"), ("random", "random Gaussian")):
         vectors = probe_matrix(encoding, source, table.seed)
-        row = ModelRow(names[source], scheme=source, positions=vectors.shape[0], reference=True)
+        row = ModelRow(names[source], scheme=scheme, positions=vectors.shape[0], reference=True)
         found.append((row, _score(row, vectors, table)))
     return found
 

@@ -84,7 +84,10 @@ def test_many_models_table_and_figures_are_the_librarys(tiny_path):
     shown = at.dataframe[0].value
     expected = table.frame()
     assert list(shown.columns) == list(expected.columns)
-    pd.testing.assert_frame_equal(shown.reset_index(drop=True), expected, check_exact=False, rtol=1e-9)
+    for header in expected.columns:  # numbers to 4 decimals (whole numbers as they are), an empty cell where none
+        want = [("" if pd.isna(v) else v if isinstance(v, str) else f"{v:.4f}" if isinstance(v, float) else str(v))
+                for v in expected[header]]
+        assert list(shown[header]) == want, header
     lines = [m.value for m in at.markdown if "**" in m.value]
     assert lines[0] == ":material/check_circle: **all-MiniLM-L6-v2 (bundled)**: done"
     assert lines[4].startswith(":material/error: **./no/such/folder**: error: No folder './no/such/folder'.")

@@ -68,14 +68,14 @@ def test_each_model_row_is_the_library_functions_of_its_vectors(compared, bundle
     rows = table.rows
     assert [r.model for r in rows[:5]] == [posviz.BUNDLED_NAME, *(str(tiny_lm(f).name) for f in FAMILIES), MISSING]
     bundled = bundled_lm.encodings[0].matrix  # the full load's table: the positions-only one is the same
-    assert rows[0].scheme == "learned_absolute" and rows[0].positions == 512 and rows[0].note == ""
+    assert rows[0].scheme == "learned absolute position embeddings" and rows[0].positions == 512 and rows[0].note == ""
     assert_row(rows[0], expected_cells(bundled))
     gpt2 = tiny_lm("gpt2").encodings[0].matrix
-    assert (rows[1].scheme, rows[1].positions) == ("learned_absolute", 96)
+    assert (rows[1].scheme, rows[1].positions) == ("learned absolute position embeddings", 96)
     assert_row(rows[1], expected_cells(gpt2))  # 96 rows: no 128 boundary
     rotary = tiny_lm("llama").encodings[0]
     features = rotary.vectors(np.arange(128)).numpy()
-    assert (rows[2].scheme, rows[2].positions, rows[2].note) == ("rotary", 128, "rotation features [cos pθ, sin pθ]")
+    assert (rows[2].scheme, rows[2].positions, rows[2].note) == ("rotary position embedding (RoPE)", 128, "rotation features [cos pθ, sin pθ]")
     assert_row(rows[2], expected_cells(features))
     assert rows[2].width == 8 and rows[2].translation_invariance == pytest.approx(1.0, abs=1e-6)
 
@@ -83,7 +83,7 @@ def test_each_model_row_is_the_library_functions_of_its_vectors(compared, bundle
 def test_a_scheme_without_vectors_and_a_missing_folder_get_rows_that_say_why(compared, tiny_lm):
     table, _ = compared
     bloom, missing = table.rows[3:5]
-    assert (bloom.scheme, bloom.positions, bloom.width, bloom.failed) == ("alibi", tiny_lm("bloom").max_tokens, 32, False)
+    assert (bloom.scheme, bloom.positions, bloom.width, bloom.failed) == ("ALiBi (attention with linear biases)", tiny_lm("bloom").max_tokens, 32, False)
     assert "a bias per head on the attention scores, no vector per position" in bloom.note
     scores = ("rows", "monotonicity", "translation_invariance", "symmetry", "absolute_mae", "relative_error",
               "edge_norm_ratio", "next_cosine_before", "next_cosine_after")
@@ -97,10 +97,10 @@ def test_a_scheme_without_vectors_and_a_missing_folder_get_rows_that_say_why(com
 def test_references_are_the_sinusoid_and_a_seeded_random_matrix_of_the_first_table(compared):
     table, _ = compared
     sinusoid, random = table.rows[5:]
-    assert (sinusoid.model, sinusoid.scheme, sinusoid.reference) == ("sinusoid, width 384 (interleaved)", "sinusoid", True)
+    assert (sinusoid.model, sinusoid.scheme, sinusoid.reference) == ("sinusoid, width 384 (interleaved)", "fixed sinusoid", True)
     assert_row(sinusoid, {"positions": 512, **expected_cells(posviz.sinusoidal(512, 384))})
     assert sinusoid.edge_norm_ratio == pytest.approx(1.0) and sinusoid.translation_invariance == pytest.approx(1.0)
-    assert (random.model, random.scheme) == ("random Gaussian, seed 0", "random")
+    assert (random.model, random.scheme) == ("random Gaussian, seed 0", "random Gaussian")
     noise = np.random.default_rng(0).standard_normal((512, 384)).astype(np.float32)
     assert_row(random, {"positions": 512, **expected_cells(noise)})
 
@@ -197,9 +197,10 @@ def test_cli_prints_the_table_and_writes_csv_and_figures(compared, tiny_path, tm
     out, err = capsys.readouterr()
     lines = out.splitlines()
     assert lines[0].split()[:3] == ["model", "scheme", "positions"]
-    bundled_cells = next(line.split() for line in lines if line.strip().startswith(posviz.BUNDLED_NAME))
-    assert bundled_cells[2:8] == ["learned_absolute", "512", "384", "512",
-                                         f"{table.rows[0].monotonicity:.4f}", f"{table.rows[0].translation_invariance:.4f}"]
+    bundled = next(line for line in lines if line.strip().startswith(posviz.BUNDLED_NAME))
+    cells = bundled.split("learned absolute position embeddings")[1].split()
+    assert cells[:5] == ["512", "384", "512", f"{table.rows[0].monotonicity:.4f}",
+                         f"{table.rows[0].translation_invariance:.4f}"]
     assert f"{MISSING}: No folder '{MISSING}'." in out and "seed 0" in out
     assert f"posviz: [5/5] {MISSING}: error (No folder" in err and "posviz: [1/5] all-MiniLM-L6-v2 (bundled): done" in err
     written = sorted(p.name for p in tmp_path.iterdir())
@@ -232,5 +233,5 @@ def test_hosted_mode_refuses_local_folders_in_their_row(tiny_path, monkeypatch):
     table = mt.compare_models(mt.model_keys([str(tiny_path("gpt2")), "BLOOM 560M (config only)"]))
     folder, bloom = table.rows
     assert folder.failed and "this hosted demo does not open files or folders" in folder.note
-    assert (bloom.failed, bloom.scheme) == (False, "alibi") and table.matrices == {}
+    assert (bloom.failed, bloom.scheme) == (False, "ALiBi (attention with linear biases)") and table.matrices == {}
     assert len(table.rows) == 2  # no model with vectors: no references

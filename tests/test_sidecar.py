@@ -7,8 +7,11 @@ its sidecars; each sidecar is read back, its model loaded as the sidecar names i
 again has the same plotly JSON (``fig.to_json()``). The sidecar's contents are checked against the
 model (the bundled package's version, a local folder's path and hash, the commit of a repository on
 the tests' local Hub, also offline) and the installed versions. The command's happy paths write the
-same bytes; its error paths are one line and exit code 2. On the app's side, the JSON button of each
-page's views gives a sidecar that makes the figure the page showed.
+same bytes; its error paths are one line and exit code 2. On the app's side, the JSON button of every
+view of every page but Compare (Gallery shows none), with settings other than the defaults (tiny BERT,
+GPT-2, T5 and BART: stacks, limits, a generation, hidden special tokens, block summaries of a long input
+and its zoom, attention by offset of the corpus, seeded probes, a shuffled word order), gives a sidecar
+that makes the figure the page showed, also through ``posviz export --from`` for one view of each page.
 """
 
 from __future__ import annotations
@@ -25,11 +28,13 @@ import transformers
 
 import posviz
 from posviz import sidecar
+from posviz.export import figure_html
 from posviz.recipes import BUILDERS, Recipe, build, recipe
 from posviz.standard_set import regenerated, standard_set, write_exports
 from tests.support.apptest import apptest_like_browser  # noqa: F401  the autouse AppTest shims
 from tests.support.apptest import assert_clean, open_page
 from tests.support.local_hub import LocalHub
+from tests.support.tiny_models import LONG_TEXT
 from tests.test_export import cli, download, media  # noqa: F401  fixtures and the download of a button
 
 SENTENCE = "The cat chased the dog"
@@ -233,6 +238,12 @@ def _edited(path: Path, change) -> Path:
     ("with --model", "--from takes the model and the settings from the sidecar; leave out --model, --layer."),
     ("--all alone", "--all goes with --from SIDECAR.json: the whole set of that sidecar's figure."),
     ("no --out", "--out is required: give the folder to write into."),
+    ("no decoder", "{path}: tiny-bert has no decoder stack: it is not an encoder-decoder model."),
+    ("zoom beyond", "{path}: zoom 0 99 0 4 does not fit: the pattern has 7 queries and 7 keys, a window at most 256 a "
+                    "side (queries q0 to q1 - 1, keys k0 to k1 - 1)."),
+    ("corpus of the cross stack", "{path}: Offsets j - i compare positions in one sequence: the cross stack has none."),
+    ("unknown probe setting", "{path}: the settings of probe-predictions do not fit it (got an unexpected keyword "
+                           "argument 'folds')."),
 ])
 def test_a_bad_sidecar_is_one_line_and_exit_code_2(cli, tiny_path, tmp_path, case, message):
     folder = shutil.copytree(tiny_path("bert"), tmp_path / "tiny-bert")
@@ -275,6 +286,17 @@ def test_a_bad_sidecar_is_one_line_and_exit_code_2(cli, tiny_path, tmp_path, cas
         args = ["export", "--all", "--out", str(tmp_path / "out")]
     elif case == "no --out":
         args = ["export", "--no-images"]
+    elif case == "no decoder":
+        _edited(path, lambda d: d.update(view="attention-head", settings={"sentence": SENTENCE, "layer": 0,
+                                                                          "stack": "decoder"}))
+    elif case == "zoom beyond":
+        _edited(path, lambda d: d.update(view="attention-window", settings={"sentence": SENTENCE, "layer": 0, "head": 0,
+                                                                            "zoom": [0, 99, 0, 4]}))
+    elif case == "corpus of the cross stack":
+        _edited(path, lambda d: d.update(view="sink-grid", settings={"sentence": SENTENCE, "stack": "cross",
+                                                                     "over": "corpus"}))
+    elif case == "unknown probe setting":
+        _edited(path, lambda d: d.update(view="probe-predictions", settings={"folds": 3}))
     code, out, err = cli(*args)
     assert (code, out) == (2, "")
     assert err.splitlines() == ["posviz: error: " + message.format(path=path, folder=folder.resolve(),
@@ -302,34 +324,93 @@ def _json_buttons(at) -> dict[str, object]:
             if b.key.endswith("-json")}
 
 
-@pytest.mark.parametrize("page, params, state, expected", [
-    ("similarity", {"metric": "cosine", "normalize": "true", "present": "true"}, {"range": (5, 20), "q": 10},
-     ["position-similarity", "q-profile", "position-vectors"]),
-    ("projection", {"method": "PCA", "dims": "3", "path": "true", "boundaries": "10, 30"}, {},
-     ["projection"]),
-    ("input", {"text": SENTENCE, "text_pair": "A second one"}, {}, ["input-norms", "input-vectors",
-                                                                    "input-similarity"]),
-    ("attention", {"text": SENTENCE, "text_pair": "A second one", "layer": "1", "head": "2"}, {},
-     ["attention-head", "attention-mean", "attention-grid"]),
-    ("model", {}, {}, ["signature"]),
-])
-def test_the_apps_sidecars_make_the_figures_the_page_showed(media, tiny_path, tmp_path, page, params, state,
-                                                            expected):
-    path = tiny_path("bert")
+ATTENTION_LAYER = ["attention-head", "attention-mean", "attention-grid"]
+BY_OFFSET = ["offset-grid", "sink-grid", "head-offsets", "shares-by-query"]
+
+
+def _set(at, key: str, value) -> None:
+    """Give the widget ``key`` (a slider, number input, radio or toggle of the page) ``value``, and run."""
+    kinds = ("slider", "number_input", "radio", "toggle")
+    widget = next(w for kind in kinds for w in getattr(at, kind) if w.key == key)
+    widget.set_value(value).run()
+
+
+@pytest.fixture
+def short_inputs(monkeypatch):
+    """A tiny model's 64 tokens are a long input: summarised in blocks of 4 beyond 16 tokens, a zoom beyond 16
+    labels (the readings are cached by their inputs, not by these limits: none is kept across)."""
+    from posviz.analysis import attention_budget as budget
+    from posviz.app import caches
+    from posviz.views import limits
+
+    monkeypatch.setattr(budget, "WHOLE_TOKENS", 16)
+    monkeypatch.setattr(budget, "SUMMARY_CELLS", 16)
+    monkeypatch.setattr(limits, "MAX_LABELS", 16)
+    caches.attention_reading.clear()
+    yield
+    caches.attention_reading.clear()
+
+
+# page, tiny model, URL parameters, widgets set after the first run, the views with a JSON button in page order,
+# the view whose sidecar also goes through ``posviz export --from`` (None: none), a long input (short_inputs)
+APP_CASES = [
+    ("similarity", "bert", {"metric": "cosine", "normalize": "true", "present": "true"}, {"range": (5, 20), "q": 10},
+     ["position-similarity", "q-profile", "position-vectors"], None, False),
+    ("projection", "bert", {"method": "PCA", "dims": "3", "path": "true", "boundaries": "10, 30"}, {},
+     ["projection"], None, False),
+    ("input", "bert", {"text": SENTENCE, "text_pair": "A second one"}, {},
+     ["input-norms", "input-vectors", "input-similarity"], None, False),
+    ("model", "bert", {}, {}, ["signature"], None, False),
+    ("attention", "bert", {"text": SENTENCE, "text_pair": "A second one", "layer": "1", "head": "2",
+                           "hide_special": "true", "max_offset": "5"}, {},
+     ATTENTION_LAYER + BY_OFFSET, "head-offsets", False),
+    ("attention", "bert", {"text": SENTENCE, "text_pair": "", "limit": "5", "offsets_over": "corpus", "head": "3"},
+     {}, ATTENTION_LAYER + BY_OFFSET, None, False),
+    ("attention", "bert", {"text": LONG_TEXT, "text_pair": "", "layer": "1", "head": "1", "blocks": "max"},
+     {"zoom_q": (10, 30), "zoom_k": (5, 40)}, ATTENTION_LAYER + ["attention-window"] + BY_OFFSET,
+     "attention-window", True),
+    ("attention", "gpt2", {"text": SENTENCE, "text_pair": "", "generate": "3", "present": "true"}, {},
+     ATTENTION_LAYER + BY_OFFSET, None, False),
+    ("attention", "t5", {"text": SENTENCE, "target": "A dog was chased", "stack": "decoder", "layer": "1",
+                         "head": "1"}, {}, ATTENTION_LAYER + BY_OFFSET, None, False),
+    ("attention", "bart", {"text": SENTENCE, "target": "A dog was chased", "stack": "cross", "head": "1"}, {},
+     ATTENTION_LAYER, None, False),
+    ("probes", "bert", {"seed": "3", "regression": "linear", "probe_text": "sentence", "text": SENTENCE}, {},
+     ["probe-predictions", "layer-probe"], "layer-probe", False),
+    ("properties", "bert", {"metric": "cosine", "count": "20", "length": "10", "words": "4",
+                            "keep_special": "true"}, {},
+     ["monotonicity", "translation-invariance", "symmetry", "identical-word-attention", "attention-by-offset"],
+     "identical-word-attention", False),
+    ("properties", "t5", {"component": "decoder", "length": "12", "words": "3"}, {},
+     ["identical-word-attention", "attention-by-offset"], None, False),
+    ("word_order", "bert", {"text": SENTENCE, "permutation": "shuffle", "seed": "5", "without_positions": "true",
+                            "stage": "first"}, {}, ["word-order-difference", "word-order-vectors"],
+     "word-order-vectors", False),
+    ("word_order", "gpt2", {"text": SENTENCE, "permutation": "swap", "swap_i": "0", "swap_j": "3"}, {},
+     ["word-order-difference", "word-order-vectors"], None, False),
+]
+
+
+@pytest.mark.parametrize("page, family, params, state, expected, via_cli, long", APP_CASES,
+                         ids=[f"{case[0]}-{case[1]}-{i}" for i, case in enumerate(APP_CASES)])
+def test_the_apps_sidecars_make_the_figures_the_page_showed(media, cli, tiny_path, tmp_path, request, page, family,
+                                                            params, state, expected, via_cli, long):
+    if long:
+        request.getfixturevalue("short_inputs")
+    path = tiny_path(family)
     at = open_page(page, {"model": str(path), **params})
     for key, value in state.items():
-        widget = at.slider(key=key) if key == "range" else at.number_input(key=key)
-        widget.set_value(value).run()
+        _set(at, key, value)
     assert_clean(at, page)
-    shown = {json.loads(chart.proto.spec)["layout"]["title"]["text"]: json.loads(chart.proto.spec)
-             for chart in at.get("plotly_chart")}
+    charts = [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+    shown = {fig["layout"]["title"]["text"]: fig for fig in charts}
+    assert len(shown) == len(charts)  # each chart is found by its title
     buttons = _json_buttons(at)
     assert len(buttons) == len(expected)
     views = []
     for stem, button in buttons.items():
-        text = download(media, button)
         file = tmp_path / f"{stem}.json"
-        file.write_bytes(text)
+        file.write_bytes(download(media, button))
         data = sidecar.read(file)
         assert data.model["source"] == "local" and data.model["path"] == str(path.resolve())
         assert data.present == (params.get("present") == "true") and data.set is None
@@ -339,11 +420,10 @@ def test_the_apps_sidecars_make_the_figures_the_page_showed(media, tiny_path, tm
         fig = _figure(made)
         assert fig == shown[fig["layout"]["title"]["text"]], stem
         views.append(data.recipe.view)
+        if data.recipe.view == via_cli:
+            code, out, err = cli("export", "--from", str(file), "--out", str(tmp_path / "out"), "--no-images")
+            assert code == 0, err
+            html = next(Path(line) for line in out.splitlines() if line.endswith(".html"))
+            assert html.name == f"{made.figure_name}.html"
+            assert html.read_text(encoding="utf-8") == figure_html(made.figure, made.figure_name)
     assert views == expected
-
-
-def test_the_attention_page_offers_no_sidecar_where_it_summarises_or_hides(media, tiny_path):
-    at = open_page("attention", {"model": str(tiny_path("bert")), "text": SENTENCE, "text_pair": "",
-                                 "hide_special": "true"})
-    assert_clean(at, "attention")
-    assert _json_buttons(at) == {}

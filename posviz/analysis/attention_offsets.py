@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from posviz.analysis.properties import proximity_by_offset
+from posviz.loading import LoadedModel
 from posviz.positions import PositionEncoding
 
 #: Most positions whose vectors or biases give a scheme's prediction by offset (offsets up to one less).
@@ -148,6 +149,15 @@ class OffsetProfile:
         """float64 [layers, heads, n]: the ``"sink"`` or ``"previous"`` share at each query position
         (a causal query i sees i + 1 tokens: how the share changes with the input's length)."""
         return (self.first if which == "sink" else self.previous) / self.inputs
+
+
+def stack_encoding(lm: LoadedModel, stack: str, layer: int) -> PositionEncoding:
+    """The positional component that acts on ``layer`` of ``stack``: the stack's own (T5's encoder and
+    decoder biases are components named after their stack), else the layer's
+    (:meth:`posviz.LoadedModel.layer_encoding`: the first component of a model that does not mix them)."""
+    if stack in [encoding.component for encoding in lm.encodings]:
+        return lm.encoding(stack)
+    return lm.layer_encoding(layer)
 
 
 def scheme_by_offset(encoding: PositionEncoding, tokens: int) -> tuple[np.ndarray, np.ndarray] | None:

@@ -43,6 +43,10 @@ from posviz.tokenization import encode
 #: Names of cross-attention modules (queries of the decoder, keys of the encoder), by family.
 _CROSS = re.compile(r"EncDecAttention|encoder_attn|crossattention|cross_attn", re.IGNORECASE)
 
+#: The corpus an offset profile can average instead of one input (:func:`corpus_offsets`): tokens per
+#: window, and the most windows read.
+CORPUS_TOKENS, CORPUS_WINDOWS = 128, 16
+
 _local = threading.local()
 
 
@@ -280,6 +284,31 @@ class _Kept:
         cols = np.minimum(b, c.keys - b * np.arange(self.sums.shape[2]))
         mean = (self.sums.cpu().numpy() / (rows[:, None] * cols[None, :])).astype(np.float32)
         return LayerAttention(b, block_mean=mean, block_max=self.maxima.cpu().numpy(), window_patterns=self.window)
+
+
+def attention_size(lm: LoadedModel, text: str, text_pair: str | None = None, *, target: str | None = None,
+                   stack: str = "encoder", limit: int | None = None, generated: int = 0) -> tuple[int, int]:
+    """(queries, keys) of the attention :func:`read_attention` reads: the tokens of the input, counted
+    before any model runs.
+
+    Parameters
+    ----------
+    lm : LoadedModel
+    text, text_pair, target, stack, limit
+        As for :func:`read_attention`.
+    generated : int
+        Tokens of a continuation read after the input (its ``continuation``, a decoder model's).
+
+    Returns
+    -------
+    (int, int)
+        Query rows and key columns of one layer's pattern of ``stack``.
+    """
+    source = len(encode(lm, text, text_pair, limit=limit).tokens) + generated
+    if stack == "encoder":
+        return source, source
+    decoder = len(decoder_input(lm, target or text)[0][0])
+    return decoder, decoder if stack == "decoder" else source
 
 
 def read_attention(lm: LoadedModel, text: str, text_pair: str | None = None, *, target: str | None = None,

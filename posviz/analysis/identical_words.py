@@ -67,6 +67,21 @@ class IdenticalWordAttention:
         keys), each row renormalised to sum to 1 (:func:`posviz.attention.without_tokens`)."""
         return without_tokens(self.patterns, ~self.special)
 
+    def shown(self, keep_special: bool) -> tuple[np.ndarray, int]:
+        """The matrices a view shows, and the position of their row 0.
+
+        Returns
+        -------
+        matrices : np.ndarray
+            float32 [heads, T, T] (``keep_special``: :attr:`patterns`) or [heads, L, L]
+            (:meth:`words_only`).
+        first : int
+            0, or with the special tokens out the position of the first word token.
+        """
+        if keep_special:
+            return self.patterns, 0
+        return self.words_only(), int(np.argmax(~self.special))
+
 
 def _identical_input(tok, word: str, length: int) -> tuple[list[int], list[int]] | None:
     """(ids, special mask) of ``length`` copies of ``word`` where each copy is the same single

@@ -158,3 +158,22 @@ def attention_scores(M, causal: bool = False) -> dict[str, np.ndarray]:
         out["translation_invariance"].append(translation_invariance(masked))
         out["symmetry"].append(symmetry(head))
     return {name: np.asarray(values[0] if single else values) for name, values in out.items()}
+
+
+def head_scores(matrices, causal: bool = False) -> dict[str, np.ndarray]:
+    """:func:`attention_scores` of every head of a layer and, last, of the heads' mean matrix.
+
+    Parameters
+    ----------
+    matrices : array-like
+        [heads, L, L] attention weights.
+    causal : bool
+        As for :func:`attention_scores`.
+
+    Returns
+    -------
+    dict of str to np.ndarray
+        Keys of :data:`ATTENTION_SCORES`, each float64 [heads + 1].
+    """
+    matrices = np.asarray(matrices)
+    return attention_scores(np.concatenate([matrices, matrices.mean(axis=0, keepdims=True)]), causal)

@@ -31,6 +31,7 @@ from posviz.analysis.input_representation import input_sum, record_parts
 from posviz.analysis.permutations import permute, token_permutation, unpermute
 from posviz.hooks import Patch
 from posviz.loading import LoadedModel
+from posviz.positions import PositionRemovalError
 from posviz.tokenization import encode, split_words
 
 #: The three stages a comparison holds, for :meth:`WordOrderComparison.stage`.
@@ -172,6 +173,16 @@ def _run(lm: LoadedModel, inputs: dict[str, torch.Tensor], patches: Sequence[Pat
     causal = bool(first is not None and first.shape[-1] > 1 and (torch.triu(first[0], 1) == 0).all())
     return (total.cpu().numpy(), rows(out.hidden_states[1]).cpu().numpy(), rows(out.last_hidden_state).cpu().numpy(),
             causal, len(out.hidden_states) - 1)
+
+
+def removal_refused(lm: LoadedModel) -> str | None:
+    """Why the model's positional information cannot be taken out (:meth:`posviz.families.Family.removal`
+    raised :class:`~posviz.positions.PositionRemovalError`: its message), or None where it can."""
+    try:
+        lm.family.removal(lm.model)
+    except PositionRemovalError as exc:
+        return str(exc)
+    return None
 
 
 def compare_orders(lm: LoadedModel, text: str, order: Sequence[int], without_positions: bool = False

@@ -15,16 +15,17 @@ import numpy as np
 import streamlit as st
 
 from posviz.analysis import identical_words as iw
-from posviz.analysis.attention import attention, decoder_input
+from posviz.analysis.attention import attention
 from posviz.analysis.attention_budget import Window
 from posviz.analysis.attention_offsets import OffsetProfile, scheme_by_offset
 from posviz.analysis.attention_reading import AttentionReading, corpus_offsets, read_attention
+from posviz.analysis.attention_reading import attention_size as reading_size
 from posviz.analysis.generation import greedy_continuation, is_causal
 from posviz.analysis.input_representation import InputRepresentation, input_representation
 from posviz.analysis.layer_probe import BUILTIN_TEXT, LayerProbeResult, layer_position_probe
-from posviz.analysis.locality import attention_scores, position_only_attention
-from posviz.analysis.probes import ProbeResult, absolute_position_probe, relative_order_probe
-from posviz.analysis.properties import PositionProperties, position_properties
+from posviz.analysis.locality import attention_scores, head_scores, position_only_attention
+from posviz.analysis.probes import ProbeResult
+from posviz.analysis.properties import PositionProperties
 from posviz.analysis.similarity import PositionMatrix
 from posviz.analysis.word_order import WordOrderComparison, compare_orders
 from posviz.app import gates
@@ -33,9 +34,10 @@ from posviz.model_table import ModelTable, Progress, compare_models
 from posviz.positions import PositionEncoding, sinusoidal
 from posviz.positions.sinusoid import reference_sinusoid
 from posviz.store import BUNDLED, ModelKey, ModelStore
-from posviz.tokenization import SentenceWords, encode, split_words
+from posviz.tokenization import SentenceWords, split_words
 from posviz.views import attention_offsets as offset_views
 from posviz.views import positions, probes
+from posviz.views import properties as property_views
 from posviz.views.view import View
 
 
@@ -161,15 +163,11 @@ def attention_reading(key: ModelKey, text: str, text_pair: str | None, target: s
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def attention_size(key: ModelKey, text: str, text_pair: str | None, target: str | None, stack: str,
-                   limit: int | None) -> tuple[int, int]:
-    """(queries, keys) of the attention :func:`attention_reading` would read: the tokens of the input,
-    counted before any model runs."""
-    lm = loaded_model(key)
-    source = len(encode(lm, text, text_pair, limit=limit).tokens)
-    if stack == "encoder":
-        return source, source
-    decoder = len(decoder_input(lm, target or text)[0][0])
-    return decoder, decoder if stack == "decoder" else source
+                   limit: int | None, generated: int = 0) -> tuple[int, int]:
+    """:func:`posviz.analysis.attention_reading.attention_size`: (queries, keys) of the attention
+    :func:`attention_reading` would read, counted before any model runs."""
+    return reading_size(loaded_model(key), text, text_pair, target=target, stack=stack, limit=limit,
+                        generated=generated)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -221,18 +219,16 @@ def previous_token_head(text: str) -> tuple[int, int, float]:
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def absolute_probe(key: ModelKey, component: str, source: str, seed: int, regression: str) -> ProbeResult:
-    """:func:`posviz.analysis.probes.absolute_position_probe` of one probed matrix
-    (:data:`posviz.views.probes.SOURCES`)."""
+    """:func:`posviz.views.probes.absolute_probe` of one probed matrix (:data:`posviz.views.probes.SOURCES`)."""
     gates.wait_for_libraries()
-    return absolute_position_probe(probes.probe_matrix(encoding(key, component), source, seed), seed=seed,
-                                   regression=regression)
+    return probes.absolute_probe(encoding(key, component), source, seed, regression)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def relative_probe(key: ModelKey, component: str, source: str, seed: int, pairs: int) -> ProbeResult:
-    """:func:`posviz.analysis.probes.relative_order_probe` of one probed matrix."""
+    """:func:`posviz.views.probes.relative_probe` of one probed matrix."""
     gates.wait_for_libraries()
-    return relative_order_probe(probes.probe_matrix(encoding(key, component), source, seed), pairs=pairs, seed=seed)
+    return probes.relative_probe(encoding(key, component), source, seed, pairs)
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
@@ -245,16 +241,16 @@ def layer_probe(key: ModelKey, text: str, seed: int, regression: str) -> LayerPr
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def model_properties(key: ModelKey, component: str, metric: str, count: int) -> PositionProperties:
-    """:func:`posviz.analysis.properties.position_properties` of a component's matrix over rows 0 … count − 1."""
+    """:func:`posviz.views.properties.encoding_properties` of a component over rows 0 … count − 1."""
     gates.wait_for_libraries()
-    return position_properties(position_matrix(key, component, metric, 0, count - 1).values)
+    return property_views.encoding_properties(encoding(key, component), metric, count)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def sinusoid_properties(width: int, metric: str, count: int) -> PositionProperties:
-    """The same for the interleaved sinusoid of ``width``."""
+    """:func:`posviz.views.properties.sinusoid_properties`: the same for the interleaved sinusoid of ``width``."""
     gates.wait_for_libraries()
-    return position_properties(sinusoid_matrix(width, "interleaved", metric, 0, count - 1).values)
+    return property_views.sinusoid_properties(width, metric, count)
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
@@ -264,13 +260,14 @@ def identical_words(key: ModelKey, words: int, length: int) -> iw.IdenticalWordA
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
-def head_scores(key: ModelKey, words: int, length: int, keep_special: bool) -> tuple[np.ndarray, dict]:
-    """The identical-word attention shown, float32 [heads, L, L], and
-    :func:`posviz.analysis.locality.attention_scores` of every head and, last, of the heads' mean."""
+def shown_identical_words(key: ModelKey, words: int, length: int, keep_special: bool
+                          ) -> tuple[np.ndarray, int, dict]:
+    """The identical-word attention shown, float32 [heads, L, L], the position of its row 0
+    (:meth:`posviz.analysis.identical_words.IdenticalWordAttention.shown`), and
+    :func:`posviz.analysis.locality.head_scores` of every head and, last, of the heads' mean."""
     att = identical_words(key, words, length)
-    matrices = att.patterns if keep_special else att.words_only()
-    stacked = np.concatenate([matrices, matrices.mean(axis=0, keepdims=True)])
-    return matrices, attention_scores(stacked, att.causal)
+    matrices, first = att.shown(keep_special)
+    return matrices, first, head_scores(matrices, att.causal)
 
 
 @st.cache_data(show_spinner=False, max_entries=8)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 from posviz.app import caches
-from posviz.model_table import ModelTable, Progress, key_name, model_keys
+from posviz.model_table import COLUMNS, INTEGER_COLUMNS, ModelTable, Progress, key_name, model_keys
 from posviz.store import ModelKey
 
 #: The icon of each step of a model (:data:`posviz.model_table.STATES`).
@@ -53,3 +53,18 @@ def model_table(key: ModelKey, text: str, metric: str, seed: int) -> ModelTable:
     table = caches.model_table(tuple(keys), metric, seed, progress=lines)
     lines.finish(table, len(keys))
     return table
+
+
+def show_table(table: ModelTable) -> None:
+    """The table as the page shows it: scores to 4 decimals, right-aligned, and a cell a model does not
+    have left empty (its note says why; Streamlit would write "None")."""
+    import pandas as pd
+
+    frame = table.frame()
+    numbers = [header for name, header in COLUMNS.items() if name not in ("model", "scheme", "note")]
+    for name, header in COLUMNS.items():
+        if header in numbers:
+            form = "{:d}" if name in INTEGER_COLUMNS else "{:.4f}"
+            frame[header] = [form.format(value) if pd.notna(value) else "" for value in frame[header]]
+    st.dataframe(frame, hide_index=True,
+                 column_config={header: st.column_config.TextColumn(alignment="right") for header in numbers})

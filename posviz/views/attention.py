@@ -1,10 +1,14 @@
-"""Views of attention patterns: one head, the mean over heads, and every head of a layer."""
+"""Views of attention patterns: one head, the mean over heads, and every head of a layer, and a window of
+a long input at full resolution; :func:`layer_views` and :func:`window_view` make them from a reading of
+any length (:func:`posviz.analysis.attention_reading.read_attention`), as the Attention page shows them."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from posviz.analysis.attention import SIDES, STACKS
+from posviz.analysis.attention import SIDES, STACKS, without_special
+from posviz.analysis.attention_budget import Window
+from posviz.analysis.attention_reading import AttentionReading
 from posviz.views import figures
 from posviz.views.limits import MAX_PAIR_CELLS
 from posviz.views.view import View, view_id
@@ -148,3 +152,77 @@ def attention_window(patterns: np.ndarray, query_tokens: list[str], key_tokens: 
                                 zmax=float(patterns.max()) or 1.0, col_tokens=keys, max_cells=MAX_PAIR_CELLS,
                                 origin=(window.q0, window.k0))
     return View(fig, title, _arrays(patterns[head], queries, keys))
+
+
+def _shown_stack(reading: AttentionReading, encoder_decoder: bool) -> str | None:
+    return reading.stack if encoder_decoder else None
+
+
+def layer_views(reading: AttentionReading, layer: int, head: int, *, encoder_decoder: bool = False,
+                generated: int = 0, reduction: str = "mean", special: set[str] | None = None
+                ) -> tuple[View, View, View]:
+    """The three views of one layer of a reading: :func:`attention_head`, :func:`attention_mean` and
+    :func:`attention_grid`, on one colour scale.
+
+    The layer as the reading kept it: every weight, or the block summary ``reduction`` of a long
+    input (:meth:`~posviz.analysis.attention_reading.LayerAttention.summary`); the last ``generated``
+    tokens (a continuation) marked ⟨…⟩ (:func:`marked`); with ``special``, those tokens hidden and each
+    row renormalised (:func:`posviz.analysis.attention.without_special`), where the layer is whole.
+
+    Parameters
+    ----------
+    reading : AttentionReading
+        It keeps ``layer``.
+    layer, head : int
+        0-based, of the reading's stack.
+    encoder_decoder : bool
+        The titles name the stack (an encoder-decoder model's).
+    generated : int
+    reduction : {"mean", "max"}
+    special : set of str, optional
+        The tokenizer's special tokens (``tokenizer.all_special_tokens``); None: nothing hidden.
+
+    Returns
+    -------
+    (View, View, View)
+        The head, the mean over heads, every head.
+
+    Raises
+    ------
+    ValueError
+        Where the reading did not keep ``layer``.
+    """
+    kept = reading.layer(layer)
+    query_tokens, key_tokens = marked(reading.query_tokens, generated), marked(reading.key_tokens, generated)
+    patterns, hidden = kept.summary(reduction), None
+    if special is not None and kept.block == 1:
+        patterns, query_tokens, key_tokens, hidden = without_special(patterns, query_tokens, key_tokens, special)
+    shown = dict(layer=layer, stack=_shown_stack(reading, encoder_decoder), hidden=hidden,
+                 summary=(kept.block, reduction))
+    return (attention_head(patterns, query_tokens, key_tokens, head=head, **shown),
+            attention_mean(patterns, query_tokens, key_tokens, **shown),
+            attention_grid(patterns, query_tokens, key_tokens, **shown))
+
+
+def window_view(reading: AttentionReading, layer: int, head: int, window: Window, *, encoder_decoder: bool = False,
+                generated: int = 0) -> View:
+    """:func:`attention_window` of one layer of a reading: the weights in ``window``, exact, from the
+    layer kept whole or from the window a summarised layer keeps (the reading's own ``window``).
+
+    Parameters
+    ----------
+    reading : AttentionReading
+    layer, head : int
+    window : Window
+        Inside the pattern (:meth:`Window.clipped`); for a summarised layer, the reading's window.
+    encoder_decoder, generated
+        As for :func:`layer_views`.
+
+    Returns
+    -------
+    View
+    """
+    kept = reading.layer(layer)
+    zoomed = kept.window_patterns if kept.block > 1 else kept.patterns[:, window.q0:window.q1, window.k0:window.k1]
+    return attention_window(zoomed, marked(reading.query_tokens, generated), marked(reading.key_tokens, generated),
+                            window, layer=layer, head=head, stack=_shown_stack(reading, encoder_decoder))

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from posviz.analysis.attention import STACKS
 from posviz.analysis.attention_offsets import OffsetProfile
 from posviz.views import figures, style
 from posviz.views.view import View, view_id
@@ -17,6 +18,18 @@ MAX_OFFSET = 64
 MOST_OFFSETS = 512
 #: The smallest weight the log colour scale of :func:`offset_grid` shows (smaller ones share its colour).
 FLOOR = 1e-6
+
+
+def stack_name(stack: str, encoder_decoder: bool) -> str:
+    """What the views' titles call a stack: its words (:data:`posviz.analysis.attention.STACKS`) for an
+    encoder-decoder model, nothing for a model with one stack."""
+    return STACKS[stack] if encoder_decoder else ""
+
+
+def layer_tags(layer_strip: Sequence, stack: str) -> tuple[str, ...]:
+    """Each layer's positional components joined ("rotary + window"), where the model mixes them layer
+    by layer (:attr:`posviz.LoadedModel.layer_strip`, of its encoder stack); empty otherwise."""
+    return tuple(" + ".join(scheme.components) for scheme in layer_strip) if stack == "encoder" else ()
 
 
 def causal(profile: OffsetProfile) -> bool:

@@ -73,7 +73,7 @@ def model_grid(matrices: Sequence[PositionMatrix], names: Sequence[str], metric:
     stack = np.stack([m.values for m in matrices])
     first = matrices[0]
     label = _label(metric)
-    title = f"{label} of each model, positions {int(first.positions[0])}–{first.last}"
+    title = f"{label.capitalize()} similarity of each model, positions {int(first.positions[0])}–{first.last}"
     titles = ["<br>".join(textwrap.wrap(short_name(name), TILE_TITLE_CHARS)) for name in names]
     fig = figures.small_multiples(stack, titles, title, *figures.clip_limits(stack.ravel()),
                                   names=("position", "position"), columns=figures.tile_columns(len(matrices)),

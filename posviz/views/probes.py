@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from posviz.analysis.layer_probe import LayerProbeResult
-from posviz.analysis.probes import ProbeResult, middle_guess_mae
+from posviz.analysis.probes import ProbeResult, absolute_position_probe, middle_guess_mae, relative_order_probe
 from posviz.positions import PositionEncoding, sinusoidal
 from posviz.views import figures
 from posviz.views.limits import MAX_PROBED
@@ -51,6 +51,18 @@ def probe_matrix(encoding: PositionEncoding, source: str, seed: int) -> np.ndarr
     if source == "random":
         return np.random.default_rng(seed).standard_normal((n, width)).astype(np.float32)
     raise ValueError(f"source must be one of {SOURCES}, not {source!r}")
+
+
+def absolute_probe(encoding: PositionEncoding, source: str, seed: int, regression: str) -> ProbeResult:
+    """:func:`posviz.analysis.probes.absolute_position_probe` of one probed matrix (:func:`probe_matrix`),
+    its folds shuffled with ``seed``, the matrix's random rows drawn with it too."""
+    return absolute_position_probe(probe_matrix(encoding, source, seed), seed=seed, regression=regression)
+
+
+def relative_probe(encoding: PositionEncoding, source: str, seed: int, pairs: int) -> ProbeResult:
+    """:func:`posviz.analysis.probes.relative_order_probe` of one probed matrix, ``pairs`` pairs drawn and
+    folds shuffled with ``seed``."""
+    return relative_order_probe(probe_matrix(encoding, source, seed), pairs=pairs, seed=seed)
 
 
 def source_names(model_name: str, encoding: PositionEncoding, seed: int) -> dict[str, str]:

@@ -7,14 +7,41 @@ from __future__ import annotations
 import numpy as np
 
 from posviz.analysis.locality import ATTENTION_SCORES
-from posviz.analysis.properties import PositionProperties, proximity_by_offset
-from posviz.views import figures
+from posviz.analysis.properties import PositionProperties, position_properties, proximity_by_offset
+from posviz.positions import PositionEncoding
+from posviz.positions.sinusoid import reference_sinusoid
+from posviz.views import figures, positions
 from posviz.views.view import View, view_id
 
 
 def _per_unit(p: PositionProperties, values: np.ndarray) -> np.ndarray:
     """Divided by ḡ(0) (the mean of φ(x, x)) where that is positive."""
     return values / p.diagonal_mean if p.diagonal_mean > 0 else values
+
+
+def encoding_properties(encoding: PositionEncoding, metric: str, count: int) -> PositionProperties:
+    """:func:`posviz.analysis.properties.position_properties` of the proximity φ (``metric``) of the rows
+    0 … count − 1 of a positional component (:func:`posviz.views.positions.matrix`).
+
+    Raises
+    ------
+    TypeError
+        For an encoding with neither vectors nor a bias.
+    """
+    return position_properties(positions.matrix(encoding, metric, 0, count - 1).values)
+
+
+def sinusoid_properties(width: int, metric: str, count: int) -> PositionProperties:
+    """The same for the interleaved sinusoid of ``width`` (:func:`posviz.positions.sinusoid.reference_sinusoid`),
+    the reference the properties are set beside."""
+    return encoding_properties(reference_sinusoid(count, width, "interleaved"), metric, count)
+
+
+def compared_names(model_name: str, encoding: PositionEncoding) -> tuple[str, str]:
+    """The names of the two matrices compared: the model (with its component, where named) and the
+    sinusoid of the component's width (:attr:`PositionEncoding.reference_width`)."""
+    return (model_name + (f" ({encoding.component})" if encoding.component else ""),
+            f"sinusoid, width {encoding.reference_width}")
 
 
 @view_id("monotonicity")
