@@ -9,6 +9,7 @@ from posviz.app.downloads import show
 from posviz.app.notices import require_vectors
 from posviz.app.navigation import current_model
 from posviz.app.widgets import choose_encoding, clip_state, position_range, url
+from posviz.comparison_set import recipe_of
 from posviz.loading import ModelLoadError
 from posviz.model_table import FILE_PREFIX, MAX_MODELS, figure_views, profile_q
 from posviz.positions import SINUSOID_LAYOUTS
@@ -50,10 +51,10 @@ if against == "models":
     q = st.number_input("q", 0, n - 1, profile_q(table), **url("q"))
     grid, profiles = figure_views(table, q).values()
     with above:
-        show(grid, model=FILE_PREFIX, recipe=table.recipe(grid.id, q), compared=table)
+        show(grid, model=FILE_PREFIX, recipe=recipe_of(table, grid.id, q), compared=table)
         st.caption("One colour scale for all: the 1st to 99th percentile of every matrix together, over the "
                    "positions every model has.")
-    show(profiles, model=FILE_PREFIX, recipe=table.recipe(profiles.id, q), compared=table)
+    show(profiles, model=FILE_PREFIX, recipe=recipe_of(table, profiles.id, q), compared=table)
     st.stop()
 
 encoding = choose_encoding(lm)

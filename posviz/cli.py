@@ -115,7 +115,7 @@ def export_command(args: argparse.Namespace) -> int:
         ``--layer``, ``--head``, ``--q`` or ``--range`` the model does not have, or a failed write;
         with ``--from``: also a sidecar that cannot be read or checked (:func:`posviz.sidecar.read`),
         whose model cannot be had as it was (:func:`posviz.sidecar.load_model`; for a comparison's
-        sidecar, any of its models: :func:`posviz.model_table.regenerated`), or given with options
+        sidecar, any of its models: :func:`posviz.comparison_set.regenerated`), or given with options
         the sidecar sets. A sidecar written with other versions (posviz, libraries) or on another
         device is made again with a note.
     """
@@ -216,12 +216,12 @@ def _export_from(args: argparse.Namespace, note, start: float) -> int:
 
 def _comparison_from(args: argparse.Namespace, found, note, start: float) -> int:
     """``export --from`` a comparison's sidecar: every model of it loaded as it was, compared again
-    (:func:`posviz.model_table.regenerated`, each model's progress on stderr), its file (``--all``: the table
+    (:func:`posviz.comparison_set.regenerated`, each model's progress on stderr), its file (``--all``: the table
     and both figures) written."""
-    from posviz import model_table, sidecar
+    from posviz import comparison_set, sidecar
 
     try:
-        table, views, notes = model_table.regenerated(found, device=args.device, whole_set=args.whole_set,
+        table, views, notes = comparison_set.regenerated(found, device=args.device, whole_set=args.whole_set,
                                                       progress=_model_step)
     except sidecar.SidecarError as exc:
         return _fail(str(exc))
@@ -231,7 +231,7 @@ def _comparison_from(args: argparse.Namespace, found, note, start: float) -> int
         return _fail(f"Cannot use device {args.device!r} ({exc}).")
     for text in notes:
         note(text)
-    return _write(args, f"{len(found.models)} models", start, lambda progress: model_table.write_comparison(
+    return _write(args, f"{len(found.models)} models", start, lambda progress: comparison_set.write_comparison(
         table, views, args.out, progress=progress, images=not args.no_images))
 
 
@@ -320,7 +320,7 @@ def compare_command(args: argparse.Namespace) -> int:
     """``python -m posviz compare``: :func:`posviz.model_table.compare_models` of the models named, the table
     printed to stdout (:meth:`~posviz.model_table.ModelTable.text`, then how it was computed), each model's
     progress on stderr as ``posviz: [i/n] <model>: <state>``; with ``--out``, the table and its figures
-    written there with their sidecars (:func:`posviz.model_table.write_model_table`), one progress bar on stderr.
+    written there with their sidecars (:func:`posviz.comparison_set.write_model_table`), one progress bar on stderr.
 
     A model that fails to load gets a row with the reason (and its progress line says it); the others are
     compared all the same.
@@ -333,7 +333,7 @@ def compare_command(args: argparse.Namespace) -> int:
         models do not share, or a failed write.
     """
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    from posviz import export, model_table
+    from posviz import comparison_set, export, model_table
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
@@ -360,8 +360,8 @@ def compare_command(args: argparse.Namespace) -> int:
         return 0
     try:
         with _Bar(f"Writing {model_table.FILE_PREFIX}") as bar:
-            files = model_table.write_model_table(table, args.out, q=args.q, images=not args.no_images,
-                                                  progress=bar)
+            files = comparison_set.write_model_table(table, args.out, q=args.q, images=not args.no_images,
+                                                     progress=bar)
     except (export.ExportError, ValueError, OSError) as exc:
         return _fail(str(exc))
     print(f"Wrote {len(files)} files to {args.out} in {time.perf_counter() - start:.1f} s: "

@@ -20,13 +20,13 @@ sidecar (:class:`Sidecar`, layout 1) holds:
 A comparison of many models (:mod:`posviz.model_table`: ``python -m posviz compare --out``, the Compare
 page's models) gives its table's CSV and each of its figures a sidecar of layout 2
 (:class:`ComparisonSidecar`): ``kind`` ``"comparison"``; ``view`` and ``settings`` (the metric, the seed
-and q: :meth:`posviz.model_table.ModelTable.recipe`); ``stem``, ``present``; ``models``, every model of the
+and q: :func:`posviz.comparison_set.recipe_of`); ``stem``, ``present``; ``models``, every model of the
 table in its order, each as ``model`` above with the ``device`` it ran on (or, for one that did not load,
 its ``id`` and why it ``failed``); ``references``, the names of the sinusoid and the random matrix;
 ``versions`` and ``files``.
 
 ``python -m posviz export --from <sidecar>`` (:mod:`posviz.cli`) reads one (:func:`read`), loads its
-model at its commit (:func:`load_model`; a comparison's models: :func:`posviz.model_table.regenerated`)
+model at its commit (:func:`load_model`; a comparison's models: :func:`posviz.comparison_set.regenerated`)
 and writes the figure again: the same figure JSON where the versions are the same. Example::
 
     data = read("all-MiniLM-L6-v2-profile-q128.json")   # a Sidecar, checked
@@ -183,8 +183,8 @@ class ComparisonSidecar:
     Attributes
     ----------
     recipe : Recipe
-        The view (:data:`posviz.model_table.VIEWS`) and its settings: ``metric``, ``seed``, ``q``
-        (:meth:`posviz.model_table.ModelTable.recipe`).
+        The view (:data:`posviz.comparison_set.VIEWS`) and its settings: ``metric``, ``seed``, ``q``
+        (:func:`posviz.comparison_set.recipe_of`).
     stem : str
     present : bool
     models : list of dict
@@ -271,7 +271,7 @@ def read(path: str | Path) -> Sidecar | ComparisonSidecar:
         A missing or unreadable file, not JSON, not a posviz sidecar, a newer layout than this
         posviz reads, an unknown kind, a missing key or one of the wrong type, a model of unknown source
         or without what pins it down, a view posviz cannot make or settings that do not fit it
-        (:func:`posviz.recipes.check`, :func:`posviz.model_table.check_recipe`). Each in one sentence naming
+        (:func:`posviz.recipes.check`, :func:`posviz.comparison_set.check_recipe`). Each in one sentence naming
         the file.
     """
     path = Path(path)
@@ -328,7 +328,8 @@ def _check_model(path: Path, model: dict, which: str = "model") -> None:
 
 def _read_comparison(path: Path, data: dict) -> ComparisonSidecar:
     """The checks of :func:`read` for a comparison's sidecar."""
-    from posviz.model_table import MAX_MODELS, check_recipe  # here: posviz.model_table imports this module
+    from posviz.comparison_set import check_recipe  # here: both import this module
+    from posviz.model_table import MAX_MODELS
 
     _check_fields(path, data, _COMPARISON_FIELDS)
     models = data["models"]

@@ -2,7 +2,7 @@
 files of exports (:func:`write`), each figure's JSON sidecar last among its files.
 
 The standard set of a model (:func:`posviz.standard_set.write_exports`) and the comparison of many models
-(:func:`posviz.model_table.write_comparison`) both write through :func:`write`; they differ only in the
+(:func:`posviz.comparison_set.write_comparison`) both write through :func:`write`; they differ only in the
 sidecar each figure gets (:mod:`posviz.sidecar`: one model, or every model of the table).
 """
 
@@ -51,7 +51,7 @@ class Export:
         What was used instead of what was asked for (the q of a model with fewer positions), or empty.
     recipe : Recipe or None
         What made the figure or table (:mod:`posviz.recipes`; the view and settings of a comparison,
-        :meth:`posviz.model_table.ModelTable.recipe`): written to its sidecar; None for arrays alone.
+        :func:`posviz.comparison_set.recipe_of`): written to its sidecar; None for arrays alone.
     set : dict or None
         The settings of the standard set it belongs to (:data:`posviz.standard_set.SET_SETTINGS`), for its
         sidecar.

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import posviz
+from posviz import comparison_set as cs
 from posviz import model_table as mt
 from posviz import sidecar
 from posviz.cli import main
@@ -99,10 +100,10 @@ def test_export_from_each_sidecar_writes_the_same_files(written, cli, tmp_path):
 def test_the_figures_made_again_have_the_same_figure_json(written):
     first, names = written
     table = mt.compare_models(mt.model_keys(names), store=ModelStore())
-    original = {view.figure_name: view for view in mt.exports(table, Q) if view.figure is not None}
+    original = {view.figure_name: view for view in cs.exports(table, Q) if view.figure is not None}
     for name in ("models-similarity", f"models-profiles-q{Q}"):
         assert (first / f"{name}.html").read_text(encoding="utf-8") == figure_html(original[name].figure, name)
-        again, made, notes = mt.regenerated(sidecar.read(first / f"{name}.json"))
+        again, made, notes = cs.regenerated(sidecar.read(first / f"{name}.json"))
         view, = made
         assert notes == [] and view.figure_name == name
         assert json.loads(view.figure.to_json()) == json.loads(original[name].figure.to_json())
@@ -233,7 +234,7 @@ def test_the_compare_pages_json_downloads_make_its_figures_again(media, bundled_
         assert found.recipe.settings == {"metric": "cosine", "seed": 0, "q": 50} and found.present is present
         exts = ("svg", "html", "npz") if found.recipe.view == "compare-models" else ("svg", "html", "csv", "npz")
         assert found.stem == stem and found.files == [f"models-{stem}.{ext}" for ext in exts]  # the row's buttons
-        _, made, notes = mt.regenerated(found)
+        _, made, notes = cs.regenerated(found)
         view, = made
         assert notes == []
         fig = json.loads(view.figure.to_json())

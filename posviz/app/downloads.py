@@ -55,7 +55,7 @@ def show(view: View, *, model: str = "", recipe: Recipe | None = None, compared:
     recipe : Recipe, optional
         How the page made ``view`` from its model (:func:`posviz.recipes.recipe`): the view's id and
         the page's settings; :func:`posviz.recipes.build` with it gives the same figure. For a view of
-        ``compared``, its recipe there (:meth:`posviz.model_table.ModelTable.recipe`).
+        ``compared``, its recipe there (:func:`posviz.comparison_set.recipe_of`).
     compared : ModelTable, optional
         The table of many models ``view`` shows (:func:`posviz.model_table.compare_models`).
     """
