@@ -13,6 +13,10 @@ from __future__ import annotations
 
 import importlib
 
+#: The version of posviz: written here only (the package's metadata reads it, pyproject.toml's
+#: ``[tool.hatch.version]``; ``posviz --version`` prints it). See CHANGELOG.md.
+__version__ = "0.1.0"
+
 #: Each public name and the module it comes from.
 _PUBLIC = {
     "posviz.analysis.attention": ("AttentionPatterns", "attention"),

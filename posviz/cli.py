@@ -1,8 +1,12 @@
-"""Command line of posviz: ``python -m posviz export --model ID --sentence TEXT --out DIR`` (and ``--layer``,
-``--head``, ``--q``, ``--range FIRST LAST``, ``--present``, ``--no-images``; ``--help`` says each),
-``python -m posviz export --from SIDECAR.json [--out DIR] [--all]`` (a figure made again from its sidecar),
-``python -m posviz coverage [--out docs/coverage.md]`` (the coverage table, :mod:`posviz.coverage`), and
-``python -m posviz compare --models A B C …`` (many models side by side, :mod:`posviz.model_table`)."""
+"""The ``posviz`` command (also ``python -m posviz``): one function adds each command's parser, one runs it.
+
+``posviz app [streamlit options]`` starts the Streamlit app; ``posviz export --model ID --sentence TEXT --out DIR``
+(and ``--layer``, ``--head``, ``--q``, ``--range FIRST LAST``, ``--present``, ``--no-images``; ``--help`` says
+each) writes the standard figures, each with its JSON sidecar; ``posviz export --from SIDECAR.json [--out DIR]
+[--all]`` makes a figure again from its sidecar; ``posviz compare --models A B C …`` puts many models side by side
+(:mod:`posviz.model_table`); ``posviz coverage [--out docs/coverage.md]`` writes the coverage table
+(:mod:`posviz.coverage`). ``posviz --version`` prints the version.
+"""
 
 from __future__ import annotations
 
@@ -12,11 +16,30 @@ import sys
 import time
 from pathlib import Path
 
+import posviz
+
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m posviz",
-                                     description="See how transformer models encode word order.")
+    """The parser of every command: each ``_add_<command>`` adds one and sets its ``run`` function."""
+    parser = argparse.ArgumentParser(prog="posviz", description="See how transformer models encode word order.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {posviz.__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in (_add_app, _add_export, _add_compare, _add_coverage):
+        add(commands)
+    return parser
+
+
+def _add_app(commands) -> None:
+    app = commands.add_parser(
+        "app", help="start the Streamlit app (any further options go to streamlit run)",
+        usage="%(prog)s [-h] [streamlit run option ...]",
+        description="Start the Streamlit app with its own settings, from any folder. Any further options go to "
+                    "`streamlit run` (e.g. posviz app --server.port 8502 --server.address 0.0.0.0; "
+                    "`streamlit run --help` lists them).")
+    app.set_defaults(run=app_command, passes_on=True)
+
+
+def _add_export(commands) -> None:
     export = commands.add_parser(
         "export", help="write the standard figures and arrays of a model and a sentence, for slides",
         description="Write the standard figures (position similarity, position q against all, PCA projection, "
@@ -56,16 +79,24 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("--present", action="store_true",
                         help="figures for a projector (large fonts, thick lines), as the app's presentation mode; "
                              "their files end in -present")
+    export.set_defaults(run=export_command)
+
+
+def _add_coverage(commands) -> None:
     coverage = commands.add_parser(
         "coverage", help="write the coverage table: every model type of the installed transformers -> its scheme(s)",
         description="For every model type of the installed transformers, make its default config and build its model "
                     "on the meta device; write a Markdown table of model type, scheme(s) (from the family table, "
                     "else found by structure), what posviz shows, and how it was verified or why the type could not "
-                    "be built. Run it from the repository root (the tiny-config tests are read from tests/support).")
+                    "be built. The tiny-config tests are read from the tests/support of the checkout posviz runs from.")
     coverage.add_argument("--out", type=Path, default=None, metavar="FILE",
-                          help="the Markdown file to write (default: docs/coverage.md)")
+                          help="the Markdown file to write (default: docs/coverage.md of the checkout)")
     coverage.add_argument("--timeout", type=float, default=None, metavar="S",
                           help="seconds one model type may take to build (default 60)")
+    coverage.set_defaults(run=coverage_command)
+
+
+def _add_compare(commands) -> None:
     compare = commands.add_parser(
         "compare", help="compare up to 8 models side by side: one table, their position similarity and profiles",
         description="Load each model's positions only (config.json and the positional tensors), in parallel, and "
@@ -93,7 +124,7 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument("--device", default="auto", metavar="D", help="auto (default), cpu, cuda, mps …")
     compare.add_argument("--no-images", action="store_true",
                          help="HTML, NPZ and CSV only (PNG and SVG need Chrome or Chromium)")
-    return parser
+    compare.set_defaults(run=compare_command)
 
 
 def _fail(message: str) -> int:
@@ -101,8 +132,12 @@ def _fail(message: str) -> int:
     return 2
 
 
+def _note(text: str) -> None:
+    print(f"posviz: note: {' '.join(text.split())}", file=sys.stderr)
+
+
 def export_command(args: argparse.Namespace) -> int:
-    """``python -m posviz export``: load the model, write the standard set (:mod:`posviz.standard_set`).
+    """``posviz export``: load the model, write the standard set (:mod:`posviz.standard_set`).
 
     Notes (the q used where the model has fewer positions than asked for by default) go to stderr as
     ``posviz: note: ...``; the files written to stdout, one path a line.
@@ -120,19 +155,14 @@ def export_command(args: argparse.Namespace) -> int:
         device is made again with a note.
     """
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    import posviz
     from posviz import standard_set
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # one progress bar: ours
     hf_logging.set_verbosity_error()
     start = time.perf_counter()
-
-    def note(text: str) -> None:
-        print(f"posviz: note: {' '.join(text.split())}", file=sys.stderr)
-
     if args.sidecar is not None:
-        return _export_from(args, note, start)
+        return _export_from(args, start)
     if args.whole_set:
         return _fail("--all goes with --from SIDECAR.json: the whole set of that sidecar's figure.")
     if args.out is None:
@@ -158,7 +188,7 @@ def export_command(args: argparse.Namespace) -> int:
     except RuntimeError as exc:  # an unusable --device
         return _fail(f"Cannot use device {args.device!r} ({exc}).")
     return _write(args, lm.name, start, lambda progress: standard_set.export_standard_set(
-        lm, sentence, args.out, progress=progress, images=not args.no_images, present=args.present, notes=note,
+        lm, sentence, args.out, progress=progress, images=not args.no_images, present=args.present, notes=_note,
         **settings), detail=str(lm.device))
 
 
@@ -174,7 +204,7 @@ def _no_browser(args: argparse.Namespace) -> int:
     return 0
 
 
-def _export_from(args: argparse.Namespace, note, start: float) -> int:
+def _export_from(args: argparse.Namespace, start: float) -> int:
     """``export --from SIDECAR``: the sidecar's figure (``--all``: its set) made again into ``--out``
     (default: the current folder), its model loaded as the sidecar names it (:mod:`posviz.sidecar`); for a
     comparison's sidecar, every model of it (:func:`_comparison_from`)."""
@@ -197,7 +227,7 @@ def _export_from(args: argparse.Namespace, note, start: float) -> int:
     if failed:
         return failed
     if isinstance(found, sidecar.ComparisonSidecar):
-        return _comparison_from(args, found, note, start)
+        return _comparison_from(args, found, start)
     try:
         lm, notes = sidecar.load_model(found, device=args.device)
     except sidecar.SidecarError as exc:
@@ -205,16 +235,16 @@ def _export_from(args: argparse.Namespace, note, start: float) -> int:
     except RuntimeError as exc:  # an unusable --device
         return _fail(f"Cannot use device {args.device!r} ({exc}).")
     for text in notes:
-        note(text)
+        _note(text)
     try:
         views = standard_set.regenerated(lm, found, whole_set=args.whole_set)
     except (ValueError, TypeError) as exc:  # TypeError: a setting of the wrong type in a hand-edited sidecar
         return _fail(f"{args.sidecar}: {exc}")
     return _write(args, lm.name, start, lambda progress: standard_set.write_exports(
-        lm, views, args.out, progress=progress, images=not args.no_images, notes=note), detail=str(lm.device))
+        lm, views, args.out, progress=progress, images=not args.no_images, notes=_note), detail=str(lm.device))
 
 
-def _comparison_from(args: argparse.Namespace, found, note, start: float) -> int:
+def _comparison_from(args: argparse.Namespace, found, start: float) -> int:
     """``export --from`` a comparison's sidecar: every model of it loaded as it was, compared again
     (:func:`posviz.comparison_set.regenerated`, each model's progress on stderr), its file (``--all``: the table
     and both figures) written."""
@@ -230,7 +260,7 @@ def _comparison_from(args: argparse.Namespace, found, note, start: float) -> int
     except RuntimeError as exc:  # an unusable --device
         return _fail(f"Cannot use device {args.device!r} ({exc}).")
     for text in notes:
-        note(text)
+        _note(text)
     return _write(args, f"{len(found.models)} models", start, lambda progress: comparison_set.write_comparison(
         table, views, args.out, progress=progress, images=not args.no_images))
 
@@ -277,20 +307,31 @@ def _write(args: argparse.Namespace, what: str, start: float, write, detail: str
 
 
 def coverage_command(args: argparse.Namespace) -> int:
-    """``python -m posviz coverage``: :func:`posviz.coverage.coverage_rows` over every model type, written with
+    """``posviz coverage``: :func:`posviz.coverage.coverage_rows` over every model type, written with
     :func:`posviz.coverage.write_table`; progress on stderr, then the counts in one sentence and the time taken.
+
+    The "how verified" column names the tiny-config tests of the checkout posviz runs from
+    (:func:`posviz.coverage.checkout`); posviz installed from a wheel has none: the command then
+    needs ``--out`` and says that column cannot name tests.
 
     Returns
     -------
     int
-        0 on success; 2 with a one-line message on stderr for an ``--out`` that is a folder, a
-        ``--timeout`` that is not positive, or a failed write.
+        0 on success; 2 with a one-line message on stderr for no ``--out`` outside a checkout, an
+        ``--out`` that is a folder, a ``--timeout`` that is not positive, or a failed write.
     """
     from tqdm import tqdm
 
     from posviz import coverage
 
-    out = args.out if args.out is not None else coverage.DEFAULT_OUT
+    root = coverage.checkout()
+    if root is None and args.out is None:
+        return _fail(f"posviz runs from {Path(posviz.__file__).parent}, not from its repository, so there is no "
+                     "docs/coverage.md to update; run it in a checkout (pip install -e .), or give --out FILE.")
+    if root is None:
+        _note("not in a checkout of posviz (no tests/support beside it): the \"how verified\" column says "
+              f"\"{coverage.NO_TESTS}\" instead of naming the tiny-config tests.")
+    out = args.out if args.out is not None else root / coverage.DEFAULT_OUT
     timeout = coverage.DEFAULT_TIMEOUT if args.timeout is None else args.timeout
     if out.is_dir():
         return _fail(f"--out {out} is a folder; give the Markdown file to write.")
@@ -317,7 +358,7 @@ def coverage_command(args: argparse.Namespace) -> int:
 
 
 def compare_command(args: argparse.Namespace) -> int:
-    """``python -m posviz compare``: :func:`posviz.model_table.compare_models` of the models named, the table
+    """``posviz compare``: :func:`posviz.model_table.compare_models` of the models named, the table
     printed to stdout (:meth:`~posviz.model_table.ModelTable.text`, then how it was computed), each model's
     progress on stderr as ``posviz: [i/n] <model>: <state>``; with ``--out``, the table and its figures
     written there with their sidecars (:func:`posviz.comparison_set.write_model_table`), one progress bar on stderr.
@@ -375,16 +416,43 @@ def _model_step(step) -> None:
     print(f"posviz: [{step.index + 1}/{step.total}] {step.name}: {step.state}{detail}", file=sys.stderr)
 
 
+def app_command(args: argparse.Namespace) -> int:
+    """``posviz app``: Streamlit's own ``streamlit run`` on the app's entry script
+    (:func:`posviz.app.entry.script`), with the options that follow ``app`` (``args.passed_on``).
+
+    Returns
+    -------
+    int
+        Streamlit's exit status (0 once the server stops; 2 with Streamlit's message for an option
+        ``streamlit run`` does not know); 2 with a one-line message where the entry script is missing.
+    """
+    from posviz.app.entry import script
+
+    try:
+        path = script()
+    except FileNotFoundError as exc:
+        return _fail(str(exc))
+    from streamlit.web import cli as streamlit_cli
+
+    try:
+        streamlit_cli.main(["run", str(path), *args.passed_on], prog_name="streamlit")
+    except SystemExit as exc:  # click ends every run so
+        return exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Parse ``argv`` (default: ``sys.argv[1:]``) and run the command; returns the exit code."""
-    args = _parser().parse_args(argv)
-    if args.command == "export":
-        return export_command(args)
-    if args.command == "coverage":
-        return coverage_command(args)
-    if args.command == "compare":
-        return compare_command(args)
-    return 2  # argparse requires a command
+    """Parse ``argv`` (default: ``sys.argv[1:]``) and run the command; returns the exit code.
+
+    Options after a command that passes them on (``app``) go to it as ``args.passed_on``; any other
+    command refuses them, as argparse does (exit 2).
+    """
+    parser = _parser()
+    args, rest = parser.parse_known_args(argv)
+    if rest and not getattr(args, "passes_on", False):
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    args.passed_on = rest
+    return args.run(args)
 
 
 if __name__ == "__main__":

@@ -74,9 +74,10 @@ def check_recipe(found: Recipe) -> None:
 
 
 def exports(table: ModelTable, q: int | None = None, present: bool = False) -> list[Export]:
-    """The table and its figures as the export command writes them (:mod:`posviz.writing`), each with its recipe
-    (:func:`recipe_of`), so each gets a sidecar: ``table`` (the CSV, :meth:`~posviz.model_table.ModelTable.csv`), then the
-    figures of :func:`~posviz.model_table.figure_views` under their stems, named ``models`` in their subtitles as on the page.
+    """The table and its figures as the export command writes them (:mod:`posviz.writing`), each with its
+    recipe (:func:`recipe_of`), so each gets a sidecar: ``table`` (the CSV,
+    :meth:`~posviz.model_table.ModelTable.csv`), then the figures of :func:`~posviz.model_table.figure_views`
+    under their stems, named ``models`` in their subtitles as on the page.
 
     Parameters
     ----------
@@ -170,8 +171,8 @@ def regenerated(found: sidecar.ComparisonSidecar, *, device: str = "auto", whole
                 ) -> tuple[ModelTable, list[Export], list[str]]:
     """The comparison a sidecar describes, made again: every model loaded as the sidecar names it
     (:func:`posviz.sidecar.pinned`: a Hub model at its commit, a local folder whose content is unchanged,
-    the bundled model), :func:`~posviz.model_table.compare_models` with its metric and seed, then its view, or with ``whole_set``
-    the table and both figures (:func:`exports`).
+    the bundled model), :func:`~posviz.model_table.compare_models` with its metric and seed, then its view, or
+    with ``whole_set`` the table and both figures (:func:`exports`).
 
     Parameters
     ----------

@@ -43,6 +43,8 @@ _COLUMNS = ("model type", "status", "scheme(s)", "what posviz shows", "how verif
 _SHOWN = "(found by structure)"
 #: The modules of tests/support that hold tiny families (``FAMILIES``, ``SCHEME_FAMILIES``, ``more_families()``).
 _TINY = "tests.support.tiny_models"
+#: The "how verified" cell of a registered type where the tests cannot be imported.
+NO_TESTS = "family table (tests not found)"
 
 
 @dataclass(frozen=True)
@@ -113,6 +115,17 @@ def tested_model_types() -> dict[str, list[str]] | None:
     for name, family in {**tiny.FAMILIES, **tiny.SCHEME_FAMILIES, **tiny.more_families()}.items():
         found.setdefault(family.make_config().model_type, []).append(name)
     return found
+
+
+def checkout() -> Path | None:
+    """The repository posviz runs from: the folder above the imported ``posviz`` package where it holds
+    the tests' tiny families (``tests/support/tiny_models.py``); None for posviz installed from a wheel.
+
+    The folder is on ``sys.path`` wherever posviz was imported from it (a source tree, an editable
+    install), so :func:`tested_model_types` can import the tests.
+    """
+    root = Path(__file__).resolve().parents[1]
+    return root if (root / Path(*_TINY.split("."))).with_suffix(".py").is_file() else None
 
 
 def model_types() -> list[str]:
@@ -212,7 +225,7 @@ def _registered_check(model_type: str, family: Family, model, tested: dict[str, 
     """The "how verified" cell of a registered type: its tiny-config tests, and whether the
     table's modules exist in the default config's model."""
     if tested is None:
-        how = "family table (tests not found)"
+        how = NO_TESTS
     elif model_type in tested:
         how = "tiny-config test (" + ", ".join(f"`{n}`" for n in tested[model_type]) + ")"
     else:

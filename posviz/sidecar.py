@@ -36,7 +36,6 @@ and writes the figure again: the same figure JSON where the versions are the sam
 from __future__ import annotations
 
 import hashlib
-import importlib
 import importlib.metadata
 import json
 import platform
@@ -72,12 +71,11 @@ class SidecarError(ValueError):
 
 
 def posviz_version() -> str:
-    """posviz's version: its installed distribution's (``importlib.metadata``), else a
-    ``posviz.__version__`` attribute, else ``"unknown"`` (a checkout run without installing)."""
-    try:
-        return importlib.metadata.version("posviz")
-    except importlib.metadata.PackageNotFoundError:
-        return str(getattr(importlib.import_module("posviz"), "__version__", "unknown"))
+    """posviz's version (``posviz.__version__``: the one place it is written, which the installed package's
+    metadata also reads)."""
+    import posviz
+
+    return posviz.__version__
 
 
 def versions() -> dict[str, str]:

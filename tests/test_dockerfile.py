@@ -51,7 +51,7 @@ PORT = 8501
 HEALTH_PATH = "/_stcore/health"
 #: What the app needs at run time: the entry point, its requirements and these folders.
 APP_FILES = ["app.py", "requirements.txt"]
-APP_DIRS = ["pages", "posviz", ".streamlit", "assets"]
+APP_DIRS = ["pages", "posviz", ".streamlit"]
 #: Hugging Face's choices for a Space card's colours.
 SPACE_COLORS = {"red", "yellow", "green", "blue", "indigo", "purple", "pink", "gray"}
 PYTORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"

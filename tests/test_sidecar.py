@@ -104,20 +104,10 @@ def test_the_sidecar_says_what_made_the_figure(bundled_lm, tmp_path):
     assert heads["files"] == ["all-MiniLM-L6-v2-attention-layer0-heads.html", "all-MiniLM-L6-v2-attention-layer0-heads.npz"]
 
 
-def test_posviz_version_comes_from_the_installed_package_or_the_attribute(monkeypatch):
-    def missing(name):
-        raise importlib.metadata.PackageNotFoundError(name)
-
-    try:
-        installed = importlib.metadata.version("posviz")
-    except importlib.metadata.PackageNotFoundError:
-        installed = None
-    assert sidecar.posviz_version() == (installed or getattr(posviz, "__version__", "unknown"))
-    monkeypatch.setattr(importlib.metadata, "version", missing)
-    monkeypatch.setattr(posviz, "__version__", "9.8.7", raising=False)
+def test_posviz_version_is_the_packages(monkeypatch):
+    assert sidecar.posviz_version() == posviz.__version__ == "0.1.0"
+    monkeypatch.setattr(posviz, "__version__", "9.8.7")
     assert sidecar.posviz_version() == "9.8.7"
-    monkeypatch.delattr(posviz, "__version__")
-    assert sidecar.posviz_version() == "unknown"
 
 
 def test_a_local_folder_is_named_by_its_path_and_content(tiny_path, tmp_path):

@@ -18,7 +18,7 @@ from posviz.loading import LoadedModel
 from posviz.store import ModelKey
 
 #: The favicon, local: no icon is fetched from a font CDN.
-ICON = Path(__file__).resolve().parents[2] / "assets" / "favicon.png"
+ICON = Path(__file__).resolve().parents[1] / "data" / "favicon.png"
 
 #: The pages, in the order of the navigation; paths are relative to ``app.py``.
 PAGES = [

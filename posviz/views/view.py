@@ -33,7 +33,7 @@ class View:
     """One view of the product, built by a pure function of a model's arrays and the view's settings.
 
     The pages draw it (chart, caption, download buttons), the export command writes it to files,
-    a notebook displays ``view.figure``.
+    a notebook displays its figure (a view as the last line of a cell shows as its figure).
 
     Attributes
     ----------
@@ -61,6 +61,10 @@ class View:
     def stem(self) -> str:
         """A file-name stem from the title (:func:`slug`)."""
         return slug(self.title)
+
+    def _ipython_display_(self) -> None:
+        """In a notebook (IPython's display hook): the figure, as plotly displays it (:mod:`posviz.notebook`)."""
+        self.figure._ipython_display_()
 
 
 def view_id(name: str) -> Callable:

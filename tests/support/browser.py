@@ -60,15 +60,17 @@ def log_tail(log: Path, lines: int = 60) -> str:
 
 
 @contextlib.contextmanager
-def running_app(log: Path, **env: str):
-    """Run ``streamlit run app.py`` on a free port with ``env`` added to the environment; yield
-    ``(base_url, process)`` once ``/_stcore/health`` answers; stop it afterwards."""
+def running_app(log: Path, command: tuple[str, ...] = (sys.executable, "-m", "streamlit", "run", "app.py"),
+                cwd: Path = ROOT, **env: str):
+    """Run ``command`` (default: ``streamlit run app.py`` in the repository) in ``cwd`` on a free port,
+    with ``env`` added to the environment; yield ``(base_url, process)`` once ``/_stcore/health``
+    answers; stop it afterwards."""
     port = free_port()
     log.parent.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-           "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"]
+    cmd = [*command, "--server.headless", "true", "--server.port", str(port), "--server.address", "127.0.0.1",
+           "--browser.gatherUsageStats", "false"]
     with open(log, "w") as out:
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=dict(os.environ, PYTHONUNBUFFERED="1", **env), stdout=out,
+        proc = subprocess.Popen(cmd, cwd=cwd, env=dict(os.environ, PYTHONUNBUFFERED="1", **env), stdout=out,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     try:
