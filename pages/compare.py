@@ -9,8 +9,9 @@ from posviz.app.downloads import show
 from posviz.app.notices import require_vectors
 from posviz.app.navigation import current_model
 from posviz.app.widgets import choose_encoding, clip_state, position_range, url
+from posviz.comparison_set import recipe_of
 from posviz.loading import ModelLoadError
-from posviz.model_table import FILE_PREFIX, MAX_MODELS, profile_q
+from posviz.model_table import FILE_PREFIX, MAX_MODELS, figure_views, profile_q
 from posviz.positions import SINUSOID_LAYOUTS
 from posviz.positions.base import METRICS
 from posviz.store import key_for
@@ -43,14 +44,17 @@ if against == "models":
         st.info("No model here has a vector per position: there is no position similarity to show side by side. "
                 "Add a model with learned, sinusoidal or rotary positions.", icon=":material/info:")
         st.stop()
-    show(compare.model_grid(list(table.matrices.values()), table.names, metric), model=FILE_PREFIX)
-    st.caption("One colour scale for all: the 1st to 99th percentile of every matrix together, over the positions "
-               "every model has.")
+    above = st.container()  # the grid, drawn once q is known: its sidecar keeps q, for the whole comparison
     st.subheader("Position q against all, every model")
     n = next(iter(table.matrices.values())).values.shape[0]
     clip_state("q", 0, n - 1)
     q = st.number_input("q", 0, n - 1, profile_q(table), **url("q"))
-    show(compare.profiles(list(table.matrices.values()), table.names, metric, q), model=FILE_PREFIX)
+    grid, profiles = figure_views(table, q).values()
+    with above:
+        show(grid, model=FILE_PREFIX, recipe=recipe_of(table, grid.id, q), compared=table)
+        st.caption("One colour scale for all: the 1st to 99th percentile of every matrix together, over the "
+                   "positions every model has.")
+    show(profiles, model=FILE_PREFIX, recipe=recipe_of(table, profiles.id, q), compared=table)
     st.stop()
 
 encoding = choose_encoding(lm)

@@ -47,7 +47,8 @@ def _add_export(commands) -> None:
                     "HTML, PNG and SVG, and their arrays as NPZ and CSV (a header row and the labels), each figure with "
                     "a JSON sidecar (model, revision or commit, versions, settings). Every file name starts with the "
                     "model's short name, e.g. all-MiniLM-L6-v2-position-similarity.csv. With --from SIDECAR.json: "
-                    "the figure of that sidecar made again (--all: its whole set).")
+                    "the figure of that sidecar made again (--all: its whole set); a sidecar of posviz compare: "
+                    "every model of it compared again (--all: the table and both figures).")
     export.add_argument("--model", default=None, metavar="ID",
                         help="Hugging Face Hub id or local folder (default: the bundled all-MiniLM-L6-v2)")
     export.add_argument("--sentence", default=None, metavar="TEXT",
@@ -59,7 +60,8 @@ def _add_export(commands) -> None:
                         help="make the figure of this sidecar (the .json beside an exported or downloaded figure) "
                              "again, from its model, revision and settings")
     export.add_argument("--all", dest="whole_set", action="store_true",
-                        help="with --from: the whole standard set the sidecar's figure belongs to")
+                        help="with --from: the whole standard set the sidecar's figure belongs to (a comparison's: "
+                             "its table and both figures)")
     export.add_argument("--revision", default=None, metavar="R", help="branch, tag or commit of a Hub model")
     export.add_argument("--device", default="auto", metavar="D", help="auto (default), cpu, cuda, mps …")
     export.add_argument("--no-images", action="store_true",
@@ -103,7 +105,9 @@ def _add_compare(commands) -> None:
                     "Wang & Chen's absolute and relative probes (the paper's protocol: least squares, 5 folds, 512 "
                     "pairs) and the statistics of BERT's 128 boundary. With --out, write the table as CSV and its "
                     "figures (each model's position similarity side by side; position q against all, every model "
-                    "on one chart) as HTML, PNG, SVG and NPZ.")
+                    "on one chart) as HTML, PNG, SVG and NPZ, each file with a JSON sidecar that names every model "
+                    "(Hub commit, folder hash or bundled package version) and the settings: posviz export --from "
+                    "it makes the comparison again.")
     compare.add_argument("--models", nargs="+", required=True, metavar="ID",
                          help="1 to 8 Hub ids or local folders (all-MiniLM-L6-v2 or \"all-MiniLM-L6-v2 (bundled)\": "
                               "the bundled model)")
@@ -145,7 +149,8 @@ def export_command(args: argparse.Namespace) -> int:
         that is a file, no browser for images, a model that cannot be loaded, an unusable device, a
         ``--layer``, ``--head``, ``--q`` or ``--range`` the model does not have, or a failed write;
         with ``--from``: also a sidecar that cannot be read or checked (:func:`posviz.sidecar.read`),
-        whose model cannot be had as it was (:func:`posviz.sidecar.load_model`), or given with options
+        whose model cannot be had as it was (:func:`posviz.sidecar.load_model`; for a comparison's
+        sidecar, any of its models: :func:`posviz.comparison_set.regenerated`), or given with options
         the sidecar sets. A sidecar written with other versions (posviz, libraries) or on another
         device is made again with a note.
     """
@@ -182,9 +187,9 @@ def export_command(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     except RuntimeError as exc:  # an unusable --device
         return _fail(f"Cannot use device {args.device!r} ({exc}).")
-    return _write(args, lm, start, lambda progress: standard_set.export_standard_set(
+    return _write(args, lm.name, start, lambda progress: standard_set.export_standard_set(
         lm, sentence, args.out, progress=progress, images=not args.no_images, present=args.present, notes=_note,
-        **settings))
+        **settings), detail=str(lm.device))
 
 
 def _no_browser(args: argparse.Namespace) -> int:
@@ -201,7 +206,8 @@ def _no_browser(args: argparse.Namespace) -> int:
 
 def _export_from(args: argparse.Namespace, start: float) -> int:
     """``export --from SIDECAR``: the sidecar's figure (``--all``: its set) made again into ``--out``
-    (default: the current folder), its model loaded as the sidecar names it (:mod:`posviz.sidecar`)."""
+    (default: the current folder), its model loaded as the sidecar names it (:mod:`posviz.sidecar`); for a
+    comparison's sidecar, every model of it (:func:`_comparison_from`)."""
     from posviz import sidecar, standard_set
 
     given = [flag for flag, value in (("--model", args.model), ("--sentence", args.sentence),
@@ -220,6 +226,8 @@ def _export_from(args: argparse.Namespace, start: float) -> int:
     failed = _no_browser(args)
     if failed:
         return failed
+    if isinstance(found, sidecar.ComparisonSidecar):
+        return _comparison_from(args, found, start)
     try:
         lm, notes = sidecar.load_model(found, device=args.device)
     except sidecar.SidecarError as exc:
@@ -232,35 +240,67 @@ def _export_from(args: argparse.Namespace, start: float) -> int:
         views = standard_set.regenerated(lm, found, whole_set=args.whole_set)
     except (ValueError, TypeError) as exc:  # TypeError: a setting of the wrong type in a hand-edited sidecar
         return _fail(f"{args.sidecar}: {exc}")
-    return _write(args, lm, start, lambda progress: standard_set.write_exports(
-        lm, views, args.out, progress=progress, images=not args.no_images, notes=_note))
+    return _write(args, lm.name, start, lambda progress: standard_set.write_exports(
+        lm, views, args.out, progress=progress, images=not args.no_images, notes=_note), detail=str(lm.device))
 
 
-def _write(args: argparse.Namespace, lm, start: float, write) -> int:
-    """Run ``write(progress)`` with one progress bar on stderr; then the files, one a line, on stdout."""
-    from tqdm import tqdm
-
-    from posviz import export
-
-    bar = None  # made at the first file written: a message before it (a note, an error) stands alone
-
-    def progress(path: Path, done: int, total: int) -> None:
-        nonlocal bar
-        if bar is None:
-            bar = tqdm(desc=f"Exporting {lm.name}", total=total, unit="file", file=sys.stderr, dynamic_ncols=True)
-        bar.set_postfix_str(path.name, refresh=False)
-        bar.update(done - bar.n)
+def _comparison_from(args: argparse.Namespace, found, start: float) -> int:
+    """``export --from`` a comparison's sidecar: every model of it loaded as it was, compared again
+    (:func:`posviz.comparison_set.regenerated`, each model's progress on stderr), its file (``--all``: the table
+    and both figures) written."""
+    from posviz import comparison_set, sidecar
 
     try:
-        files = write(progress)
-    except (export.ExportError, ValueError, OSError) as exc:
-        if bar is not None:
-            bar.close()
+        table, views, notes = comparison_set.regenerated(found, device=args.device, whole_set=args.whole_set,
+                                                      progress=_model_step)
+    except sidecar.SidecarError as exc:
         return _fail(str(exc))
-    if bar is not None:
-        bar.close()
-    print(f"Wrote {len(files)} files to {args.out} in {time.perf_counter() - start:.1f} s "
-          f"({lm.name}, {lm.device}).", file=sys.stderr)
+    except ValueError as exc:
+        return _fail(f"{args.sidecar}: {exc}")
+    except RuntimeError as exc:  # an unusable --device
+        return _fail(f"Cannot use device {args.device!r} ({exc}).")
+    for text in notes:
+        _note(text)
+    return _write(args, f"{len(found.models)} models", start, lambda progress: comparison_set.write_comparison(
+        table, views, args.out, progress=progress, images=not args.no_images))
+
+
+class _Bar:
+    """``progress(path, done, total)`` as one progress bar on stderr, made at the first file written (a message
+    before it, a note or an error, stands alone); a context manager that closes it."""
+
+    def __init__(self, description: str) -> None:
+        self.description, self.bar = description, None
+
+    def __enter__(self) -> "_Bar":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+    def __call__(self, path: Path, done: int, total: int) -> None:
+        from tqdm import tqdm
+
+        if self.bar is None:
+            self.bar = tqdm(desc=self.description, total=total, unit="file", file=sys.stderr, dynamic_ncols=True)
+        self.bar.set_postfix_str(path.name, refresh=False)
+        self.bar.update(done - self.bar.n)
+
+
+def _write(args: argparse.Namespace, what: str, start: float, write, detail: str = "") -> int:
+    """Run ``write(progress)`` with one progress bar on stderr; then the files, one a line, on stdout.
+    ``what``: the model (or the number of models) the bar and the closing line name, ``detail`` the device."""
+    from posviz import export
+
+    try:
+        with _Bar(f"Exporting {what}") as bar:
+            files = write(bar)
+    except (export.ExportError, ValueError, OSError) as exc:
+        return _fail(str(exc))
+    where = f", {detail}" if detail else ""
+    print(f"Wrote {len(files)} files to {args.out} in {time.perf_counter() - start:.1f} s ({what}{where}).",
+          file=sys.stderr)
     for path in files:
         print(path)
     return 0
@@ -321,7 +361,7 @@ def compare_command(args: argparse.Namespace) -> int:
     """``posviz compare``: :func:`posviz.model_table.compare_models` of the models named, the table
     printed to stdout (:meth:`~posviz.model_table.ModelTable.text`, then how it was computed), each model's
     progress on stderr as ``posviz: [i/n] <model>: <state>``; with ``--out``, the table and its figures
-    written there (:func:`posviz.model_table.write_model_table`).
+    written there with their sidecars (:func:`posviz.comparison_set.write_model_table`), one progress bar on stderr.
 
     A model that fails to load gets a row with the reason (and its progress line says it); the others are
     compared all the same.
@@ -334,7 +374,7 @@ def compare_command(args: argparse.Namespace) -> int:
         models do not share, or a failed write.
     """
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    from posviz import export, model_table
+    from posviz import comparison_set, export, model_table
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
@@ -354,22 +394,26 @@ def compare_command(args: argparse.Namespace) -> int:
         except export.ExportError as exc:
             return _fail(f"{exc} Or pass --no-images for HTML, NPZ and CSV only.")
 
-    def progress(step: model_table.Progress) -> None:
-        detail = f" ({step.detail})" if step.detail else ""
-        print(f"posviz: [{step.index + 1}/{step.total}] {step.name}: {step.state}{detail}", file=sys.stderr)
-
-    table = model_table.compare_models(keys, metric=args.metric, seed=args.seed, progress=progress)
+    table = model_table.compare_models(keys, metric=args.metric, seed=args.seed, progress=_model_step)
     print(table.text())
     print(f"\n{table.caption}")
     if args.out is None:
         return 0
     try:
-        files = model_table.write_model_table(table, args.out, q=args.q, images=not args.no_images)
+        with _Bar(f"Writing {model_table.FILE_PREFIX}") as bar:
+            files = comparison_set.write_model_table(table, args.out, q=args.q, images=not args.no_images,
+                                                     progress=bar)
     except (export.ExportError, ValueError, OSError) as exc:
         return _fail(str(exc))
     print(f"Wrote {len(files)} files to {args.out} in {time.perf_counter() - start:.1f} s: "
           f"{', '.join(path.name for path in files)}.", file=sys.stderr)
     return 0
+
+
+def _model_step(step) -> None:
+    """One step of one model of a comparison (:class:`posviz.model_table.Progress`) as a line on stderr."""
+    detail = f" ({step.detail})" if step.detail else ""
+    print(f"posviz: [{step.index + 1}/{step.total}] {step.name}: {step.state}{detail}", file=sys.stderr)
 
 
 def app_command(args: argparse.Namespace) -> int:

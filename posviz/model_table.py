@@ -7,7 +7,8 @@ statistics of BERT's 128 boundary (:mod:`posviz.analysis.boundary`). The models 
 (:func:`posviz.load_model`: ``config.json`` and the positional tensors) through a
 :class:`~posviz.store.ModelStore`, each in a thread of its own, while the others compute.
 ``python -m posviz compare`` (:mod:`posviz.cli`) and the Compare page (``against=models``) show it;
-:func:`write_model_table` writes the table as CSV and its figures (:mod:`posviz.views.compare`).
+:func:`figure_views` are its figures (:mod:`posviz.views.compare`); :mod:`posviz.comparison_set` writes the
+table as CSV and its figures, each with a sidecar that names every model as it was loaded.
 """
 
 from __future__ import annotations
@@ -17,11 +18,11 @@ import os
 import queue
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 
+from posviz import sidecar
 from posviz.analysis.boundary import BOUNDARY, boundary_statistics
 from posviz.analysis.probes import absolute_position_probe, relative_order_probe
 from posviz.analysis.properties import position_properties
@@ -42,7 +43,7 @@ STATES = ("queued", "loading", "computing", "done", "error")
 #: The paper's protocol (Wang & Chen, EMNLP 2020): folds of both probes, pairs of the relative probe,
 #: and the absolute probe's regression (least squares).
 FOLDS, PAIRS, REGRESSION = 5, 512, "linear"
-#: The file names' first part (:func:`write_model_table`).
+#: The file names' first part (:func:`posviz.comparison_set.write_model_table`).
 FILE_PREFIX = "models"
 
 
@@ -108,6 +109,12 @@ class ModelRow:
         The sinusoid or the random matrix.
     failed : bool
         The model did not load.
+    pinned : dict or None
+        What pins the loaded model down (:func:`posviz.sidecar.describe_model`: its Hub commit, folder hash or
+        bundled package version), for the comparison's sidecars; None for a reference or a model that did not
+        load.
+    device : str
+        The device its tensors were on; empty for a reference or a model that did not load.
     """
 
     model: str
@@ -126,6 +133,8 @@ class ModelRow:
     note: str = ""
     reference: bool = False
     failed: bool = False
+    pinned: dict | None = None
+    device: str = ""
 
 
 #: The table's columns: the :class:`ModelRow` attribute -> its header (with its unit) in the CSV, the
@@ -336,6 +345,7 @@ def _model_row(store: ModelStore, key: ModelKey, table: ModelTable, step: Callab
     step("computing", "")
     encoding = lm.encodings[0]
     row.model, row.scheme, row.positions = lm.name, lm.scheme_label, lm.max_tokens
+    row.pinned, row.device = sidecar.describe_model(lm), str(lm.device)
     notes = [f"its first component, {encoding.component}"] if encoding.component else []
     matrix = None
     if not encoding.has_vectors:
@@ -496,68 +506,3 @@ def figure_views(table: ModelTable, q: int | None = None) -> dict[str, View]:
     matrices, names = list(table.matrices.values()), table.names
     return {"similarity": compare.model_grid(matrices, names, table.metric),
             f"profiles-q{q}": compare.profiles(matrices, names, table.metric, q)}
-
-
-def write_model_table(table: ModelTable, out_dir, *, q: int | None = None, images: bool = True,
-                      progress: Callable[[Path], None] | None = None) -> list[Path]:
-    """Write the table and its figures into ``out_dir``.
-
-    ``models-table.csv`` (:meth:`ModelTable.csv`), then each figure of :func:`figure_views` as the export
-    command writes a view (:class:`posviz.standard_set.Export`): ``models-similarity.html``, ``.png``,
-    ``.svg`` and ``.npz`` (a stack of matrices: no CSV), ``models-profiles-q128.html``, ``.png``, ``.svg``,
-    ``.npz`` and ``.csv``.
-
-    Parameters
-    ----------
-    out_dir : str or Path
-        Created where missing; files of the same names are replaced.
-    q : int or None
-        As for :func:`figure_views`.
-    images : bool
-        False: no PNG or SVG (they need Chrome or Chromium).
-    progress : callable, optional
-        ``progress(path)`` after each file written.
-
-    Returns
-    -------
-    list of Path
-        The files written.
-
-    Raises
-    ------
-    posviz.export.ExportError
-        PNG/SVG asked for but no browser found (before anything is written), or an image failed to render.
-    ValueError
-        For a ``q`` the models do not share (before anything is written).
-    OSError
-        A file that cannot be written.
-    """
-    from posviz import export
-    from posviz.standard_set import Export
-
-    out_dir = Path(out_dir)
-    if images:
-        export.require_browser()
-    views = [Export(stem, view.figure, view.arrays, model=FILE_PREFIX) for stem, view in figure_views(table, q).items()]
-    out_dir.mkdir(parents=True, exist_ok=True)
-    done = progress or (lambda _path: None)
-    written = [out_dir / f"{FILE_PREFIX}-table.csv"]
-    written[0].write_text(table.csv(), encoding="utf-8", newline="")
-    done(written[0])
-    jobs = []
-    for view in views:
-        for path in view.files(out_dir, images):
-            written.append(path)
-            if path.suffix == ".html":
-                path.write_text(export.figure_html(view.figure, view.figure_name), encoding="utf-8")
-            elif path.suffix == ".npz":
-                path.write_bytes(export.npz_bytes(view.arrays))
-            elif path.suffix == ".csv":
-                path.write_text(export.csv_table(view.arrays), encoding="utf-8", newline="")
-            else:
-                jobs.append((view.figure, path))
-                continue
-            done(path)
-    if jobs:
-        export.write_images(jobs, done=done)
-    return written

@@ -3,117 +3,31 @@
 Each is a view of :mod:`posviz.views` with the pages' settings (their defaults, or the layer, head,
 q, range and presentation mode given), so a figure written here is the figure the app shows.
 Each figure is made by a recipe (:mod:`posviz.recipes`) and written with its sidecar
-(:mod:`posviz.sidecar`), from which :func:`regenerate` makes it again.
+(:mod:`posviz.sidecar`), from which :func:`regenerated` makes it again.
 ``python -m posviz export`` (:mod:`posviz.cli`) is its command line.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
-import plotly.graph_objects as go
 
-from posviz import sidecar
-from posviz.export import csv_table, figure_html, file_stem, has_table, npz_bytes, require_browser, write_images
+from posviz import sidecar, writing
+from posviz.export import require_browser
 from posviz.loading import LoadedModel
 from posviz.recipes import Recipe, build, encoder_attention, recipe
 from posviz.views import patch_grid, positions
 from posviz.views.figures import ordinal
 from posviz.views.limits import PROFILE_Q
-from posviz.views.style import for_presentation, name_model
-from posviz.views.view import View
+from posviz.writing import Export
 
 #: The sentence exported when none is given (the app's default).
 DEFAULT_SENTENCE = "The cat chased the dog"
-#: The suffix of figure files (HTML, PNG, SVG) made for a projector (``present=True``).
-PRESENT = "present"
-#: Figure files: the interactive page first, then the images.
-FIGURE_EXTS = (".html", ".png", ".svg")
 #: The settings of the standard set (:func:`standard_set`'s keyword arguments and its sentence), as a sidecar's
 #: ``set`` holds them.
 SET_SETTINGS = ("sentence", "layer", "head", "q", "range", "present")
-
-
-@dataclass
-class Export:
-    """One exported view: its figure (HTML, PNG, SVG) and arrays (NPZ, and CSV where tabular).
-
-    Attributes
-    ----------
-    stem : str
-        The view's part of the file names (``"position-similarity"``, ``"profile-q128"``), with the
-        settings where they are not the defaults.
-    figure : plotly.graph_objects.Figure or None
-        None for arrays alone.
-    arrays : dict of str to np.ndarray
-    model : str
-        The model's short name (:attr:`posviz.LoadedModel.short_name`): every file name starts with it.
-    present : bool
-        The figure is styled for a projector: its files end in ``-present``.
-    note : str
-        What was used instead of what was asked for (the q of a model with fewer positions), or empty.
-    recipe : Recipe or None
-        What made the figure (:mod:`posviz.recipes`): written to its sidecar; None for arrays alone.
-    set : dict or None
-        The settings of the standard set it belongs to (:data:`SET_SETTINGS`), for its sidecar.
-    """
-
-    stem: str
-    figure: go.Figure | None = None
-    arrays: dict[str, np.ndarray] = field(default_factory=dict)
-    model: str = ""
-    present: bool = False
-    note: str = ""
-    recipe: Recipe | None = None
-    set: dict | None = None
-
-    @classmethod
-    def of(cls, stem: str, view: View, **kwargs) -> "Export":
-        """The export of a view under ``stem``, the model named in its figure's subtitle (as the app
-        shows it, :func:`posviz.views.style.name_model`); ``kwargs`` set the other attributes."""
-        export = cls(stem, view.figure, view.arrays, **kwargs)
-        if export.model:
-            name_model(export.figure, export.model)
-        return export
-
-    @property
-    def name(self) -> str:
-        """The file name of the arrays without its extension: ``<model>-<stem>`` (:func:`posviz.export.file_stem`)."""
-        return file_stem(self.model, self.stem)
-
-    @property
-    def figure_name(self) -> str:
-        """The file name of the figure without its extension: :attr:`name`, ``-present`` in presentation mode."""
-        return file_stem(self.model, self.stem, PRESENT if self.present else "")
-
-    def files(self, out_dir: Path, images: bool = True) -> list[Path]:
-        """The files this export writes.
-
-        Parameters
-        ----------
-        out_dir : Path
-        images : bool
-            Whether the figure's ``.png`` and ``.svg`` are written beside its ``.html``.
-
-        Returns
-        -------
-        list of Path
-            In ``out_dir``: ``<figure_name>.html`` (``.png``, ``.svg``) for a figure,
-            ``<name>.npz`` for arrays, ``<name>.csv`` where they are tabular (:func:`posviz.export.has_table`),
-            and ``<figure_name>.json``, the sidecar, for a figure with a :attr:`recipe`.
-        """
-        exts = FIGURE_EXTS[:3 if images else 1] if self.figure is not None else ()
-        paths = [out_dir / f"{self.figure_name}{ext}" for ext in exts]
-        if self.arrays:
-            paths.append(out_dir / f"{self.name}.npz")
-            if has_table(self.arrays):
-                paths.append(out_dir / f"{self.name}.csv")
-        if self.recipe is not None:
-            paths.append(out_dir / f"{self.figure_name}.json")
-        return paths
 
 
 def check_settings(*, layer: int = 0, head: int = 0, q: int | None = None,
@@ -246,7 +160,7 @@ def standard_set(lm: LoadedModel, sentence: str = DEFAULT_SENTENCE, *, layer: in
               "set": {"sentence": sentence, "layer": layer, "head": head, "q": q,
                       "range": list(range) if range else None, "present": present}}
     if not lm.reads_text:  # an image or audio model: its positions only, no sentence to run
-        return _presented(_position_views(lm, q, range, **common), present)
+        return _position_views(lm, q, range, **common)
     patterns, rows, _, _ = encoder_attention(lm, sentence, layer, head)  # checks the layer and head first
     out = _position_views(lm, q, range, **common)
     if lm.family.token:
@@ -257,15 +171,6 @@ def standard_set(lm: LoadedModel, sentence: str = DEFAULT_SENTENCE, *, layer: in
                      **common))
     out.append(_made(lm, "attention-by-offset", recipe("offset-grid", sentence=sentence), **common))
     out.append(Export("attention-all-layers", None, {"attention": patterns, "tokens": rows}, model=model))
-    return _presented(out, present)
-
-
-def _presented(out: list[Export], present: bool) -> list[Export]:
-    """The exports, their figures styled for a projector where ``present``."""
-    if present:
-        for view in out:
-            if view.figure is not None:
-                for_presentation(view.figure)
     return out
 
 
@@ -317,8 +222,9 @@ def export_standard_set(lm: LoadedModel, sentence: str, out_dir, progress: Calla
 
 def write_exports(lm: LoadedModel, views: list[Export], out_dir, progress: Callable | None = None,
                   images: bool = True, *, notes: Callable[[str], None] | None = None) -> list[Path]:
-    """Write exports of ``lm`` into ``out_dir``: the files :meth:`Export.files` names, each figure's
-    sidecar (:func:`posviz.sidecar.build`) last among its files.
+    """Write exports of ``lm`` into ``out_dir`` (:func:`posviz.writing.write`): the files
+    :meth:`~posviz.writing.Export.files` names, each figure's sidecar (:func:`posviz.sidecar.build`: the
+    model, the recipe, the set) last among its files.
 
     Parameters
     ----------
@@ -340,40 +246,10 @@ def write_exports(lm: LoadedModel, views: list[Export], out_dir, progress: Calla
     OSError
         A file that cannot be written.
     """
-    out_dir = Path(out_dir)
-    for view in views:
-        if view.note and notes:
-            notes(view.note)
-    planned = [path for view in views for path in view.files(out_dir, images)]
-    total, done = len(planned), 0
-    out_dir.mkdir(parents=True, exist_ok=True)
+    def sidecar_of(view: Export, files: list[str]) -> sidecar.Sidecar:
+        return sidecar.build(lm, view.recipe, stem=view.stem, present=view.present, set=view.set, files=files)
 
-    def wrote(path: Path) -> None:
-        nonlocal done
-        done += 1
-        if progress:
-            progress(path, done, total)
-
-    jobs = []
-    for view in views:
-        files = view.files(out_dir, images)
-        for path in files:
-            if path.suffix == ".html":
-                path.write_text(figure_html(view.figure, view.figure_name), encoding="utf-8")
-            elif path.suffix == ".npz":
-                path.write_bytes(npz_bytes(view.arrays))
-            elif path.suffix == ".csv":
-                path.write_text(csv_table(view.arrays), encoding="utf-8", newline="")
-            elif path.suffix == ".json":
-                sidecar.write(path, sidecar.build(lm, view.recipe, stem=view.stem, present=view.present, set=view.set,
-                                                  files=[p.name for p in files if p != path]))
-            else:
-                jobs.append((view.figure, path))
-                continue
-            wrote(path)
-    if jobs:
-        write_images(jobs, done=wrote)
-    return planned
+    return writing.write(views, out_dir, sidecar_of, progress, images, notes=notes)
 
 
 def regenerated(lm: LoadedModel, found: sidecar.Sidecar, *, whole_set: bool = False) -> list[Export]:
@@ -408,6 +284,5 @@ def regenerated(lm: LoadedModel, found: sidecar.Sidecar, *, whole_set: bool = Fa
                              f"not {', '.join(SET_SETTINGS)}.")
         asked = dict(settings, range=tuple(settings["range"]) if settings["range"] else None)
         return standard_set(lm, asked.pop("sentence"), **asked)
-    made = Export.of(found.stem, build(lm, found.recipe), model=lm.short_name, present=found.present,
-                     recipe=found.recipe, set=found.set)
-    return _presented([made], found.present)
+    return [Export.of(found.stem, build(lm, found.recipe), model=lm.short_name, present=found.present,
+                      recipe=found.recipe, set=found.set)]

@@ -204,8 +204,9 @@ def test_cli_prints_the_table_and_writes_csv_and_figures(compared, tiny_path, tm
     assert f"{MISSING}: No folder '{MISSING}'." in out and "seed 0" in out
     assert f"posviz: [5/5] {MISSING}: error (No folder" in err and "posviz: [1/5] all-MiniLM-L6-v2 (bundled): done" in err
     written = sorted(p.name for p in tmp_path.iterdir())
-    assert written == ["models-profiles-q95.csv", "models-profiles-q95.html", "models-profiles-q95.npz",
-                       "models-similarity.html", "models-similarity.npz", "models-table.csv"]
+    assert written == ["models-profiles-q95.csv", "models-profiles-q95.html", "models-profiles-q95.json",
+                       "models-profiles-q95.npz", "models-similarity.html", "models-similarity.json",
+                       "models-similarity.npz", "models-table.csv", "models-table.json"]
     found = cli_csv(tmp_path)
     header = found.pop("")
     assert list(found) == [r.model for r in table.rows]

@@ -83,7 +83,7 @@ def test_the_sidecar_says_what_made_the_figure(bundled_lm, tmp_path):
     exports = _written(bundled_lm, tmp_path)
     name = "all-MiniLM-L6-v2-profile-q128.json"
     data = json.loads((tmp_path / name).read_text(encoding="utf-8"))
-    assert data["posviz_sidecar"] == sidecar.SCHEMA == 1
+    assert data["posviz_sidecar"] == sidecar.LAYOUTS["figure"] == 1 and "kind" not in data
     assert (data["view"], data["settings"]) == ("q-profile", {"component": "", "metric": "dot", "q": 128,
                                                               "head": None})
     assert data["stem"] == "profile-q128" and data["present"] is False
@@ -210,7 +210,7 @@ def _edited(path: Path, change) -> Path:
     ("missing", "No sidecar {path}: give the .json file written beside a figure."),
     ("not json", "{path} is not JSON (Expecting value: line 1 column 1 (char 0))."),
     ("not a sidecar", "{path} is not a posviz sidecar (it has no 'posviz_sidecar' key)."),
-    ("newer", "{path} has sidecar layout 2; this posviz reads layouts up to 1: update posviz."),
+    ("newer", "{path} has sidecar layout 3; this posviz reads layouts up to 2: update posviz."),
     ("no model", "{path} has no 'model': it is not a whole posviz sidecar."),
     ("wrong type", "{path}: 'present' is str, not bool."),
     ("no commit", "{path}: its hub model has no commit, so it cannot be pinned down."),
@@ -248,7 +248,7 @@ def test_a_bad_sidecar_is_one_line_and_exit_code_2(cli, tiny_path, tmp_path, cas
     elif case == "not a sidecar":
         path.write_text("[1, 2]")
     elif case == "newer":
-        _edited(path, lambda d: d.update(posviz_sidecar=2))
+        _edited(path, lambda d: d.update(posviz_sidecar=3))
     elif case == "no model":
         _edited(path, lambda d: d.pop("model"))
     elif case == "wrong type":

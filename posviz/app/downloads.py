@@ -4,6 +4,8 @@ caption; in slide mode, the view goes to the slide."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import streamlit as st
 from streamlit.errors import StreamlitDuplicateElementKey
 
@@ -14,16 +16,20 @@ from posviz.recipes import Recipe
 from posviz.views.style import aspect_of, name_model
 from posviz.views.view import View
 
+if TYPE_CHECKING:
+    from posviz.model_table import ModelTable
+
 _HELP = {"SVG": "Vector image for slides and papers (rendered on the server: a few seconds).",
          "HTML (offline)": "The interactive chart as one file with plotly.js inside: opens without a network.",
          "CSV": "The figure's numbers as a table: a header row, then one line per row with its position or token "
                 "first.",
          "NPZ": "Every array of the figure, for numpy.load.",
-         "JSON": "The sidecar: the model (and its Hub commit), the versions and this figure's settings. "
+         "JSON": "The sidecar: the model (every model of a comparison) and its Hub commit, the versions and this "
+                 "figure's settings. "
                  "`posviz export --from <this file>` makes the figure again."}
 
 
-def show(view: View, *, model: str = "", recipe: Recipe | None = None) -> None:
+def show(view: View, *, model: str = "", recipe: Recipe | None = None, compared: ModelTable | None = None) -> None:
     """Draw a view: its plotly figure at full width with its own colours (styled for a projector in
     presentation mode; a square heatmap in a container whose height follows its width), the model
     named in its subtitle, a row of small buttons (downloads; "Slide": the view full screen), then
@@ -36,7 +42,9 @@ def show(view: View, *, model: str = "", recipe: Recipe | None = None) -> None:
     where the arrays are tabular) and "NPZ" (every array by name). Nothing is built until a button is
     clicked: each button holds a function, not the file. With a ``recipe``, in a page run, "JSON":
     the figure's sidecar (:mod:`posviz.sidecar`: the page's model, the versions, the recipe and
-    presentation mode), from which ``posviz export --from`` makes the same figure.
+    presentation mode), from which ``posviz export --from`` makes the same figure; with ``compared`` too
+    (in a page run or not), the sidecar of a comparison of many models instead
+    (:func:`posviz.sidecar.build_comparison`: every model of the table, the recipe).
 
     Parameters
     ----------
@@ -46,7 +54,10 @@ def show(view: View, *, model: str = "", recipe: Recipe | None = None) -> None:
         the model of this page run (:func:`posviz.app.navigation.current_model`), where there is one.
     recipe : Recipe, optional
         How the page made ``view`` from its model (:func:`posviz.recipes.recipe`): the view's id and
-        the page's settings; :func:`posviz.recipes.build` with it gives the same figure.
+        the page's settings; :func:`posviz.recipes.build` with it gives the same figure. For a view of
+        ``compared``, its recipe there (:func:`posviz.comparison_set.recipe_of`).
+    compared : ModelTable, optional
+        The table of many models ``view`` shows (:func:`posviz.model_table.compare_models`).
     """
     run = navigation.page_run()
     if not model and run is not None:  # a page run: its model
@@ -62,9 +73,11 @@ def show(view: View, *, model: str = "", recipe: Recipe | None = None) -> None:
             st.plotly_chart(fig, theme=None, config=config, height="stretch")
     else:
         st.plotly_chart(fig, theme=None, config=config)
-    made = None
-    if recipe is not None and run is not None:
-        present = presenting()
+    made, present = None, presenting()
+    if recipe is not None and compared is not None:
+        made = (lambda files: sidecar.build_comparison(compared, recipe, stem=view.stem, present=present,
+                                                       files=files).dumps())
+    elif recipe is not None and run is not None:
         made = (lambda files: sidecar.build(run.lm, recipe, stem=view.stem, present=present, files=files).dumps())
     _download_row(view, fig, model=model, sidecar_text=made)
     if view.caption:
