@@ -773,7 +773,7 @@ def test_readme_setup_commands_come_first():
     _, body = space_header()
     blocks = re.findall(r"```sh\n(.*?)```", body, re.S)
     assert body.lstrip().startswith("# posviz")
-    assert "pip install -r requirements.txt" in blocks[0] and "streamlit run app.py" in blocks[0]
+    assert "pip install -e ." in blocks[0] and "posviz app" in blocks[0]  # the package, its app command
     assert "pip install -r requirements-dev.txt" in blocks[1] and "pytest" in blocks[1]
     assert "## " not in body.split("```sh")[0], "a section comes before the setup commands"
 
