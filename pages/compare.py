@@ -9,9 +9,8 @@ from posviz.app.downloads import show
 from posviz.app.notices import require_vectors
 from posviz.app.navigation import current_model
 from posviz.app.widgets import choose_encoding, clip_state, position_range, url
-from posviz.comparison_set import recipe_of
 from posviz.loading import ModelLoadError
-from posviz.model_table import FILE_PREFIX, MAX_MODELS, figure_views, profile_q
+from posviz.model_table import MAX_MODELS
 from posviz.positions import SINUSOID_LAYOUTS
 from posviz.positions.base import METRICS
 from posviz.store import key_for
@@ -30,77 +29,52 @@ metric = c2.radio("Similarity", METRICS, index=METRICS.index("cosine"), horizont
                   help="Cosine by default: dot products of different models differ in scale by orders of magnitude.")
 
 if against == "models":
-    others = c3.text_area(f"Other models ({where}s), one per line", **url("models"), height=120,
-                          placeholder="e.g. gpt2\n" + ("" if hosted else "./my-model\n") + "Llama 3.1 8B (config only)",
-                          help="Each is read positions only (its config.json and positional tensors), in parallel; "
-                               "the sinusoid and a random matrix are added as references.")
-    table = comparison.model_table(key, others, metric, seed=0)
-    comparison.show_table(table)
-    st.caption(table.caption)
-    st.download_button("Table (CSV)", table.csv, file_name=f"{FILE_PREFIX}-table.csv", mime="text/csv",
-                       icon=":material/download:", on_click="ignore", type="tertiary",
-                       help="The table with a header row; how it was computed in its first, commented line.")
-    if not table.matrices:
-        st.info("No model here has a vector per position: there is no position similarity to show side by side. "
-                "Add a model with learned, sinusoidal or rotary positions.", icon=":material/info:")
-        st.stop()
-    above = st.container()  # the grid, drawn once q is known: its sidecar keeps q, for the whole comparison
-    st.subheader("Position q against all, every model")
-    n = next(iter(table.matrices.values())).values.shape[0]
-    clip_state("q", 0, n - 1)
-    q = st.number_input("q", 0, n - 1, profile_q(table), **url("q"))
-    grid, profiles = figure_views(table, q).values()
-    with above:
-        show(grid, model=FILE_PREFIX, recipe=recipe_of(table, grid.id, q), compared=table)
-        st.caption("One colour scale for all: the 1st to 99th percentile of every matrix together, over the "
-                   "positions every model has.")
-    show(profiles, model=FILE_PREFIX, recipe=recipe_of(table, profiles.id, q), compared=table)
-    st.stop()
-
-encoding = choose_encoding(lm)
-require_vectors(encoding, lm, "to compare with a sinusoid")
-width = encoding.reference_width
-
-if against == "sinusoid":
-    arrangement = c3.selectbox("Sinusoid layout", SINUSOID_LAYOUTS, **url("layout"),
-                          help="interleaved: the paper; halves: Marian, Pegasus; t2t: M2M100, Whisper.")
-    other_name = f"sinusoid, width {width} ({arrangement})"
-    n = encoding.num_positions
+    comparison.many_models(key, c3, metric, where)
 else:
-    other = c3.text_input("Other model (Hub id)" if hosted else "Other model (Hub id or local folder)",
-                          **url("other"), placeholder="e.g. gpt2" + ("" if hosted else ", ./my-model")
-                          + " or all-MiniLM-L6-v2 (bundled)")
-    if not other.strip():
-        st.info("Type a second model to compare with, or compare with the sinusoid.", icon=":material/edit:")
-        st.stop()
-    other_key = key_for(other, device=key.device, positions_only=key.positions_only)
-    try:
-        with st.spinner(f"Loading {other} …"):
-            other_lm = caches.loaded_model(other_key)
-    except ModelLoadError as exc:
-        st.error(str(exc), icon=":material/warning:")
-        st.stop()
-    require_vectors(other_lm.encodings[0], other_lm, "to compare")
-    other_name = other_lm.name
-    n = min(encoding.num_positions, other_lm.encodings[0].num_positions)
+    encoding = choose_encoding(lm)
+    require_vectors(encoding, lm, "to compare with a sinusoid")
+    width = encoding.reference_width
 
-first, last = position_range(st, "Positions (both)", n, (0, min(n, MAX_POSITIONS) - 1))
-mine = caches.position_matrix(key, encoding.component, metric, first, last)
-if against == "sinusoid":
-    theirs = caches.sinusoid_matrix(width, arrangement, metric, first, last)
-else:
-    theirs = caches.position_matrix(other_key, 0, metric, first, last)
+    if against == "sinusoid":
+        arrangement = c3.selectbox("Sinusoid layout", SINUSOID_LAYOUTS, **url("layout"),
+                              help="interleaved: the paper; halves: Marian, Pegasus; t2t: M2M100, Whisper.")
+        other_name = f"sinusoid, width {width} ({arrangement})"
+        n = encoding.num_positions
+    else:
+        other = c3.text_input("Other model (Hub id)" if hosted else "Other model (Hub id or local folder)",
+                              **url("other"), placeholder="e.g. gpt2" + ("" if hosted else ", ./my-model")
+                              + " or all-MiniLM-L6-v2 (bundled)")
+        if not other.strip():
+            st.info("Type a second model to compare with, or compare with the sinusoid.", icon=":material/edit:")
+            st.stop()
+        other_key = key_for(other, device=key.device, positions_only=key.positions_only)
+        try:
+            with st.spinner(f"Loading {other} …"):
+                other_lm = caches.loaded_model(other_key)
+        except ModelLoadError as exc:
+            st.error(str(exc), icon=":material/warning:")
+            st.stop()
+        require_vectors(other_lm.encodings[0], other_lm, "to compare")
+        other_name = other_lm.name
+        n = min(encoding.num_positions, other_lm.encodings[0].num_positions)
 
-names = (lm.name, other_name)
-left, right = layout.pair()
-for column, view in zip((left, right), compare.side_by_side(mine, theirs, names, metric)):
-    with column:
-        show(view)
-st.caption("Both on one colour scale: the 1st to 99th percentile of the two matrices together.")
-if against == "sinusoid" and encoding.reference_note:
-    st.caption(encoding.reference_note.format(width=width))
+    first, last = position_range(st, "Positions (both)", n, (0, min(n, MAX_POSITIONS) - 1))
+    mine = caches.position_matrix(key, encoding.component, metric, first, last)
+    if against == "sinusoid":
+        theirs = caches.sinusoid_matrix(width, arrangement, metric, first, last)
+    else:
+        theirs = caches.position_matrix(other_key, 0, metric, first, last)
 
-st.subheader("Position q against all, both")
-clip_state("q", first, last)
-q = st.number_input("q", first, last, min(max(positions.default_q(encoding), first), last), **url("q"))
-show(compare.profiles((mine, theirs), names, metric, q))
+    names = (lm.name, other_name)
+    left, right = layout.pair()
+    for column, view in zip((left, right), compare.side_by_side(mine, theirs, names, metric)):
+        with column:
+            show(view)
+    st.caption("Both on one colour scale: the 1st to 99th percentile of the two matrices together.")
+    if against == "sinusoid" and encoding.reference_note:
+        st.caption(encoding.reference_note.format(width=width))
+
+    st.subheader("Position q against all, both")
+    clip_state("q", first, last)
+    q = st.number_input("q", first, last, min(max(positions.default_q(encoding), first), last), **url("q"))
+    show(compare.profiles((mine, theirs), names, metric, q))

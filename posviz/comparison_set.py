@@ -77,7 +77,7 @@ def exports(table: ModelTable, q: int | None = None, present: bool = False) -> l
     """The table and its figures as the export command writes them (:mod:`posviz.writing`), each with its
     recipe (:func:`recipe_of`), so each gets a sidecar: ``table`` (the CSV,
     :meth:`~posviz.model_table.ModelTable.csv`), then the figures of :func:`~posviz.model_table.figure_views`
-    under their stems, named ``models`` in their subtitles as on the page.
+    under their stems, as on the page (their tiles and legend name the models).
 
     Parameters
     ----------

@@ -26,6 +26,7 @@ from typing import Callable
 
 import numpy as np
 import plotly.graph_objects as go
+import plotly.io as pio
 
 #: PNG images are rendered at this multiple of the layout size (sharp on slides and HiDPI screens).
 PNG_SCALE = 2
@@ -300,12 +301,40 @@ def csv_table(arrays: dict[str, np.ndarray]) -> str:
 # ---------------------------------------------------------------- figures
 
 
+#: Pixels above a title's first line, and between its last line and what its ``pad`` holds.
+TITLE_GAPS = 16
+
+
+def _title_room(fig: go.Figure) -> int:
+    """Pixels above the plot area that the figure's title takes: its lines at 1.3 × its font size, its
+    ``pad.b`` (where posviz's figures keep the subtitle and the subplots' titles) and
+    :data:`TITLE_GAPS`; 0 without a title."""
+    title = fig.layout.title
+    if not title.text:
+        return 0
+    lines = title.text.count("<br>") + 1
+    return int(title.pad.b or 0) + round(lines * (title.font.size or 15) * 1.3) + TITLE_GAPS
+
+
+def framed(fig: go.Figure) -> dict:
+    """The figure as a file holds it (``fig.to_dict()``), the room above its plot area for the title made
+    explicit (the top margin at least :func:`_title_room`), which plotly.js's ``automargin`` alone does
+    not give a figure of subplots drawn in a page of its own or as an image (its title and the subplots'
+    titles would land on the first row, seen in the exported heads grid). The figure is left as it is."""
+    figure = fig.to_dict()
+    room = _title_room(fig)
+    margin = figure["layout"].setdefault("margin", {})
+    if room > margin.get("t", 0):
+        margin["t"] = room
+    return figure
+
+
 def figure_html(fig: go.Figure, filename: str = "figure") -> str:
-    """A complete HTML page with the interactive figure and plotly.js inside (works offline); the
-    figure's element is named after ``filename`` (not a random id), so that the same figure gives
-    the same file byte for byte."""
-    return fig.to_html(include_plotlyjs=True, full_html=True, config=plotly_config(filename),
-                       div_id=f"posviz-{safe_name(filename) or 'figure'}")
+    """A complete HTML page with the interactive figure (:func:`framed`) and plotly.js inside (works
+    offline); the figure's element is named after ``filename`` (not a random id), so that the same
+    figure gives the same file byte for byte."""
+    return pio.to_html(framed(fig), include_plotlyjs=True, full_html=True, config=plotly_config(filename),
+                       validate=False, div_id=f"posviz-{safe_name(filename) or 'figure'}")
 
 
 #: Layout height of an exported figure whose height follows its width in the app (``layout.meta["aspect"]``).
@@ -380,7 +409,7 @@ def _run(coroutine):
 
 def _spec(fig: go.Figure, fmt: str, path: Path | None = None) -> dict:
     width, height = image_size(fig)
-    spec = {"fig": fig.to_dict(), "opts": {"format": fmt, "width": width, "height": height,
+    spec = {"fig": framed(fig), "opts": {"format": fmt, "width": width, "height": height,
                                            "scale": PNG_SCALE if fmt == "png" else 1}}
     if path is not None:
         spec["path"] = path

@@ -96,7 +96,7 @@ def test_many_models_table_and_figures_are_the_librarys(tiny_path):
     assert [a["text"] for a in grid["layout"]["annotations"][:len(names)]] == [  # tile titles: no folder paths
         "all-MiniLM-L6-v2", *(tiny_path(f).name for f in MANY[:2]), "sinusoid, width<br>384 (interleaved)",
         "random Gaussian,<br>seed 0"]
-    assert grid["layout"]["title"]["subtitle"]["text"].startswith("models")  # not the sidebar's model alone
+    assert "all-MiniLM" not in grid["layout"]["title"]["subtitle"].get("text", "")  # the tiles name the models
     for trace, name in zip(grid["data"], names):
         np.testing.assert_allclose(arr(trace["z"]), table.matrices[name].values, atol=1e-6)
     assert [t["name"] for t in profiles["data"]] == names
@@ -112,3 +112,14 @@ def test_many_models_refuses_more_than_eight_and_keeps_the_list():
     assert [e.value for e in at.main.error] == [
         "9 models: at most 8 are compared side by side; leave out 1. The sidebar's model counts as one."]
     assert at.text_area(key="models").value == listed
+
+
+@pytest.mark.parametrize("view, kind", [("compare-models", "heatmap"), ("compare-profiles", "scatter")])
+def test_many_models_as_a_slide(view, kind, tiny_path):
+    """Slide mode draws the chosen view of the models mode (the page ends its run without st.stop): the
+    bundled model, the tiny GPT-2 and both references, one heatmap or one line each."""
+    at = open_page("compare", query_params={"slide": view, "against": "models", "models": str(tiny_path("gpt2"))})
+    assert not at.exception and not at.main.error
+    (slide,) = figures(at)
+    assert slide["layout"]["meta"]["look"] == "slide"
+    assert [trace["type"] for trace in slide["data"]] == [kind] * 4

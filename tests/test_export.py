@@ -776,3 +776,18 @@ def test_charts_sharing_a_title_get_their_own_buttons(media):
     assert file_names(media, buttons[:4]) == ["same-title.svg", "same-title.html", "same-title.csv", "same-title.npz"]
     assert file_names(media, buttons[-2:]) == ["My-model-v2-named.svg", "My-model-v2-named.html"]
     assert download(media, buttons[2]).decode() == "index,y\n0,1\n1,2\n2,0\n"  # integers as they are
+
+
+def test_a_file_holds_room_for_the_title_above_the_subplots():
+    """An exported figure of subplots keeps its title and the tiles' titles above the first row: the top
+    margin holds the title's lines, the subtitle and the tile titles (its pad), which plotly.js's
+    automargin does not make for such a figure drawn in a page of its own or as an image."""
+    patterns = np.full((4, 3, 3), 1 / 3, dtype=np.float32)
+    tokens = ["a", "b", "c"]
+    fig = attention_views.attention_grid(patterns, tokens, tokens, layer=0).figure
+    title = fig.layout.title
+    figure = export.framed(fig)
+    lines = title.text.count("<br>") + 1
+    assert figure["layout"]["margin"]["t"] >= title.pad.b + lines * title.font.size > fig.layout.margin.t
+    assert fig.layout.margin.t == 30  # the figure itself is left as it is
+    assert f'"t":{figure["layout"]["margin"]["t"]}' in export.figure_html(fig).replace(" ", "")

@@ -8,8 +8,14 @@ from __future__ import annotations
 
 import streamlit as st
 
+from posviz import settings
 from posviz.app import caches
-from posviz.model_table import COLUMNS, INTEGER_COLUMNS, ModelTable, Progress, key_name, model_keys
+from posviz.app.downloads import show
+from posviz.app.widgets import clip_state, url
+from posviz.comparison_set import recipe_of
+from posviz.model_table import (
+    COLUMNS, FILE_PREFIX, INTEGER_COLUMNS, ModelTable, Progress, figure_views, key_name, model_keys, profile_q,
+)
 from posviz.store import ModelKey
 
 #: The icon of each step of a model (:data:`posviz.model_table.STATES`).
@@ -68,3 +74,38 @@ def show_table(table: ModelTable) -> None:
             frame[header] = [form.format(value) if pd.notna(value) else "" for value in frame[header]]
     st.dataframe(frame, hide_index=True,
                  column_config={header: st.column_config.TextColumn(alignment="right") for header in numbers})
+
+
+def many_models(key: ModelKey, column, metric: str, where: str) -> None:
+    """The Compare page's models mode: the list of models (a text area in ``column``, bound to ``models``), the
+    table (:func:`model_table`, :func:`show_table`) with its CSV, the models' position similarity side by side
+    and their "q against all" on one chart, each with its downloads and sidecar. Returns (no ``st.stop``) so
+    that slide mode draws the chosen view at the end of the run. ``where``: "Hub id" or "Hub id or local
+    folder" (hosted mode)."""
+    others = column.text_area(
+        f"Other models ({where}s), one per line", **url("models"), height=120,
+        placeholder="e.g. gpt2\n" + ("" if settings.hosted() else "./my-model\n") + "Llama 3.1 8B (config only)",
+        help="Each is read positions only (its config.json and positional tensors), in parallel; the sinusoid and "
+             "a random matrix are added as references. The three \"(config only)\" models of the sidebar's list "
+             "work offline.")
+    table = model_table(key, others, metric, seed=0)
+    show_table(table)
+    st.caption(table.caption)
+    st.download_button("Table (CSV)", table.csv, file_name=f"{FILE_PREFIX}-table.csv", mime="text/csv",
+                       icon=":material/download:", on_click="ignore", type="tertiary",
+                       help="The table with a header row; how it was computed in its first, commented line.")
+    if not table.matrices:
+        st.info("No model here has a vector per position: there is no position similarity to show side by side. "
+                "Add a model with learned, sinusoidal or rotary positions.", icon=":material/info:")
+        return
+    above = st.container()  # the grid, drawn once q is known: its sidecar keeps q, for the whole comparison
+    st.subheader("Position q against all, every model")
+    n = next(iter(table.matrices.values())).values.shape[0]
+    clip_state("q", 0, n - 1)
+    q = st.number_input("q", 0, n - 1, profile_q(table), **url("q"))
+    grid, profiles = figure_views(table, q).values()
+    with above:
+        show(grid, model=FILE_PREFIX, recipe=recipe_of(table, grid.id, q), compared=table)
+        st.caption("One colour scale for all: the 1st to 99th percentile of every matrix together, over the "
+                   "positions every model has.")
+    show(profiles, model=FILE_PREFIX, recipe=recipe_of(table, profiles.id, q), compared=table)

@@ -11,7 +11,7 @@ import numpy as np
 from posviz.analysis.similarity import PositionMatrix, row_profile
 from posviz.loading import short_name
 from posviz.views import figures
-from posviz.views.style import name_model
+from posviz.views.style import name_model, names_its_models
 from posviz.views.view import View, view_id
 
 #: Characters per line of a tile's title in :func:`model_grid` (a tile is some 150 pixels wide at 1024 × 768).
@@ -78,7 +78,7 @@ def model_grid(matrices: Sequence[PositionMatrix], names: Sequence[str], metric:
     fig = figures.small_multiples(stack, titles, title, *figures.clip_limits(stack.ravel()),
                                   names=("position", "position"), columns=figures.tile_columns(len(matrices)),
                                   first=int(first.positions[0]))
-    return View(fig, title, {"similarity": stack, "models": list(names), "positions": first.positions})
+    return View(names_its_models(fig), title, {"similarity": stack, "models": list(names), "positions": first.positions})
 
 
 @view_id("compare-profiles")
@@ -107,5 +107,5 @@ def profiles(matrices: Sequence[PositionMatrix], names: Sequence[str], metric: s
     lines = {name: row_profile(m.values, row) for m, name in zip(matrices, names)}
     title = f"{label}(q = {int(first.positions[row])}, j) ÷ max over j"
     fig = figures.line_figure(lines, title, "position j", f"{label} ÷ max", x=first.positions)
-    return View(fig, title, {"profiles": np.stack(list(lines.values())), "models": list(names),
-                             "positions": first.positions})
+    return View(names_its_models(fig), title, {"profiles": np.stack(list(lines.values())), "models": list(names),
+                                               "positions": first.positions})
