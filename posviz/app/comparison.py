@@ -62,8 +62,9 @@ def model_table(key: ModelKey, text: str, metric: str, seed: int) -> ModelTable:
 
 
 def show_table(table: ModelTable) -> None:
-    """The table as the page shows it: scores to 4 decimals, right-aligned, and a cell a model does not
-    have left empty (its note says why; Streamlit would write "None")."""
+    """The table as the page shows it: the note (why cells are empty, what was scored) after the scheme,
+    scores to 4 decimals, right-aligned, and a cell a model does not have left empty (Streamlit would
+    write "None")."""
     import pandas as pd
 
     frame = table.frame()
@@ -72,6 +73,8 @@ def show_table(table: ModelTable) -> None:
         if header in numbers:
             form = "{:d}" if name in INTEGER_COLUMNS else "{:.4f}"
             frame[header] = [form.format(value) if pd.notna(value) else "" for value in frame[header]]
+    order = [COLUMNS["model"], COLUMNS["scheme"], COLUMNS["note"]]  # why a row is empty, where it can be read
+    frame = frame[order + [header for header in frame.columns if header not in order]]
     st.dataframe(frame, hide_index=True,
                  column_config={header: st.column_config.TextColumn(alignment="right") for header in numbers})
 
