@@ -76,7 +76,8 @@ def show_table(table: ModelTable) -> None:
     order = [COLUMNS["model"], COLUMNS["scheme"], COLUMNS["note"]]  # why a row is empty, where it can be read
     frame = frame[order + [header for header in frame.columns if header not in order]]
     st.dataframe(frame, hide_index=True,
-                 column_config={header: st.column_config.TextColumn(alignment="right") for header in numbers})
+                 column_config={COLUMNS["model"]: st.column_config.TextColumn(pinned=True),  # stays as it scrolls
+                                **{header: st.column_config.TextColumn(alignment="right") for header in numbers}})
 
 
 def many_models(key: ModelKey, column, metric: str, where: str) -> None:
