@@ -418,7 +418,7 @@ def _model_step(step) -> None:
 
 def app_command(args: argparse.Namespace) -> int:
     """``posviz app``: Streamlit's own ``streamlit run`` on the app's entry script
-    (:func:`posviz.app.entry.script`), with the options that follow ``app`` (``args.passed_on``).
+    (:func:`posviz.app.entry.run`), with the options that follow ``app`` (``args.passed_on``).
 
     Returns
     -------
@@ -426,19 +426,12 @@ def app_command(args: argparse.Namespace) -> int:
         Streamlit's exit status (0 once the server stops; 2 with Streamlit's message for an option
         ``streamlit run`` does not know); 2 with a one-line message where the entry script is missing.
     """
-    from posviz.app.entry import script
+    from posviz.app import entry
 
     try:
-        path = script()
+        return entry.run(args.passed_on)
     except FileNotFoundError as exc:
         return _fail(str(exc))
-    from streamlit.web import cli as streamlit_cli
-
-    try:
-        streamlit_cli.main(["run", str(path), *args.passed_on], prog_name="streamlit")
-    except SystemExit as exc:  # click ends every run so
-        return exc.code if isinstance(exc.code, int) else int(exc.code is not None)
-    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,4 +1,4 @@
-"""Where the app's entry script is, for ``posviz app`` (:mod:`posviz.cli`).
+"""Where the app's entry script is, and Streamlit's ``streamlit run`` on it, for ``posviz app`` (:mod:`posviz.cli`).
 
 The entry script (``app.py``), its ``pages/`` and its ``.streamlit/config.toml`` live at the
 repository root, where ``streamlit run app.py`` finds them. A wheel carries the same files as
@@ -36,3 +36,27 @@ def script() -> Path:
             return path
     raise FileNotFoundError(f"The app's entry script is missing: neither {PACKAGED} nor {CHECKOUT} exists; "
                             "reinstall posviz (pip install posviz) or run from its repository.")
+
+
+def run(options: list[str]) -> int:
+    """Streamlit's own ``streamlit run`` on :func:`script` with ``options`` (``--server.port 8502`` …).
+
+    Returns
+    -------
+    int
+        Streamlit's exit status: 0 once the server stops; 2 with Streamlit's message for an option
+        ``streamlit run`` does not know.
+
+    Raises
+    ------
+    FileNotFoundError
+        As :func:`script`.
+    """
+    path = script()
+    from streamlit.web import cli as streamlit_cli
+
+    try:
+        streamlit_cli.main(["run", str(path), *options], prog_name="streamlit")
+    except SystemExit as exc:  # click ends every run so
+        return exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+    return 0
