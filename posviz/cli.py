@@ -63,9 +63,7 @@ def _add_export(commands) -> None:
                         help="with --from: the whole standard set the sidecar's figure belongs to (a comparison's: "
                              "its table and both figures)")
     export.add_argument("--revision", default=None, metavar="R", help="branch, tag or commit of a Hub model")
-    export.add_argument("--device", default="auto", metavar="D", help="auto (default), cpu, cuda, mps …")
-    export.add_argument("--no-images", action="store_true",
-                        help="HTML, NPZ and CSV only (PNG and SVG need Chrome or Chromium)")
+    _add_device_and_images(export)
     export.add_argument("--layer", type=int, default=None, metavar="L",
                         help="the attention figures' layer, 0-based (default 0; an encoder-decoder model's encoder)")
     export.add_argument("--head", type=int, default=None, metavar="H",
@@ -80,6 +78,13 @@ def _add_export(commands) -> None:
                         help="figures for a projector (large fonts, thick lines), as the app's presentation mode; "
                              "their files end in -present")
     export.set_defaults(run=export_command)
+
+
+def _add_device_and_images(command) -> None:
+    """The options of a command that loads models and writes figures: ``--device`` and ``--no-images``."""
+    command.add_argument("--device", default="auto", metavar="D", help="auto (default), cpu, cuda, mps …")
+    command.add_argument("--no-images", action="store_true",
+                         help="HTML, NPZ and CSV only (PNG and SVG need Chrome or Chromium)")
 
 
 def _add_coverage(commands) -> None:
@@ -121,9 +126,7 @@ def _add_compare(commands) -> None:
     compare.add_argument("--out", type=Path, default=None, metavar="DIR",
                          help="folder to write the table's CSV and the figures into (created); none: print only")
     compare.add_argument("--revision", default=None, metavar="R", help="branch, tag or commit of every Hub model")
-    compare.add_argument("--device", default="auto", metavar="D", help="auto (default), cpu, cuda, mps …")
-    compare.add_argument("--no-images", action="store_true",
-                         help="HTML, NPZ and CSV only (PNG and SVG need Chrome or Chromium)")
+    _add_device_and_images(compare)
     compare.set_defaults(run=compare_command)
 
 
