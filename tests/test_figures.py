@@ -83,3 +83,32 @@ def test_attention_block_means_leave_greyed_rows_out():
     assert np.isnan(main.z[0]).all() and greyed.z[0, 0] == 1.0
     np.testing.assert_allclose(main.z[1, 0], 2 / 300, rtol=1e-6) and np.isnan(greyed.z[1, 0])
     np.testing.assert_allclose(shares.z[:2, 0], [0.95, 0.475], rtol=1e-6)
+
+
+def test_figures_carry_posviz_template_set_without_validation_and_unshared():
+    from posviz.views.style import TEMPLATE, new_figure
+
+    fig = new_figure("a")
+    sent = fig.to_dict()["layout"]["template"]
+    assert sent == TEMPLATE.to_plotly_json()
+    assert fig.layout.template.layout.paper_bgcolor == TEMPLATE.layout.paper_bgcolor  # read back as an object
+    fig.layout.template.layout.font.size = 99  # a change to one figure's template stays in that figure
+    assert new_figure("b").layout.template.layout.font.size == TEMPLATE.layout.font.size
+    fig.layout.xaxis.title = "still validated"  # the figure validates what is set later
+    try:
+        fig.layout.xaxis.nonsense = 1
+    except (ValueError, AttributeError):
+        pass
+    else:
+        raise AssertionError("an unknown property was accepted")
+
+
+def test_small_multiples_share_no_layout_between_figures():
+    tiles = np.random.default_rng(2).random((4, 8, 8))
+    first = figures.small_multiples(tiles, [f"t{i}" for i in range(4)], "first")
+    first.layout.xaxis2.showticklabels = True
+    first.layout.annotations[0].text = "changed"
+    second = figures.small_multiples(tiles, [f"t{i}" for i in range(4)], "second")
+    assert second.layout.xaxis2.showticklabels is False
+    assert [a.text for a in second.layout.annotations][:4] == ["t0", "t1", "t2", "t3"]
+    assert second.layout.template.to_plotly_json() == first.layout.template.to_plotly_json()

@@ -20,7 +20,7 @@ from posviz.analysis.similarity import block_mean
 from posviz.views.limits import MAX_CELLS, MAX_LABELS, MAX_TILE_CELLS
 from posviz.views.style import (
     DIVERGING, MISSING, QUALITATIVE, REFERENCE, SEQUENTIAL, TEMPLATE, TICK_LABELS, colour_bar,
-    leave_room_for_tile_titles, legend_below, line_colours, log_ticks, new_figure, set_title, token_ticks,
+    assign_validated, leave_room_for_tile_titles, legend_below, line_colours, log_ticks, new_figure, set_title, token_ticks,
 )
 
 #: Token labels per axis of a heatmap beside its "hidden" strip (its square is some two thirds of a plain one's).
@@ -271,8 +271,8 @@ def small_multiples(matrices: np.ndarray, titles: list[str], title: str, zmin: f
     else:
         kind = "maxima" if reduction == "max" else "means"
         notes = (f"{kind} of {cell}×{cell} blocks" + (f", averaged {factor}×{factor}" if factor > 1 else ""),)
-    fig = go.Figure(layout=copy.deepcopy(_tiles_layout(tuple(titles), columns, notes)))
-    fig.update_layout(template=TEMPLATE)
+    fig = go.Figure()
+    assign_validated(fig.layout, template=TEMPLATE, **copy.deepcopy(_tiles_layout(tuple(titles), columns, notes)))
     set_title(fig, title)
     idx = first + np.arange(matrices.shape[-1]) * block
     row_name, col_name = names
