@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import csv
+import functools
 import io
 import os
 import re
@@ -367,8 +368,14 @@ def image_size(fig: go.Figure) -> tuple[int, int]:
 
 def find_browser() -> str | None:
     """The Chrome or Chromium kaleido will use: ``BROWSER_PATH`` where set (None if it is not an
-    executable), else the one choreographer finds (its own download, then the PATH)."""
-    wanted = os.environ.get("BROWSER_PATH")
+    executable), else the one choreographer finds (its own download, then the PATH). Looked up once
+    per value of ``BROWSER_PATH`` and ``PATH`` (the app asks for every chart of every run: some 150
+    file checks each)."""
+    return _find_browser(os.environ.get("BROWSER_PATH"), os.environ.get("PATH"))
+
+
+@functools.lru_cache(maxsize=8)
+def _find_browser(wanted: str | None, _path: str | None) -> str | None:
     if wanted:
         return wanted if os.access(wanted, os.X_OK) else None
     from choreographer.browsers.chromium import Chromium
