@@ -151,7 +151,7 @@ def browser_rows(res: Results, floors: list[dict], cold: list[dict], idle: list[
         acts = [i[key] for i in idle]
         server = add(sec, f"{what}, server", [a["server_s"] for a in acts],
                      note=f"{_median([a['runs'] for a in acts]):g} run(s)")
-        add(sec, f"{what}, server incl. Streamlit's gc", [a["server_total_s"] for a in acts])
+        add(sec, f"{what}, server incl. the clean-up after the run", [a["server_total_s"] for a in acts])
         add(sec, f"{what}, browser (key → idle)", [a["browser_s"] for a in acts])
         calls += sum(len(a["calls"]) for a in acts)
         if goal:

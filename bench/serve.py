@@ -8,7 +8,8 @@ appends one JSON line to that file per event:
 * ``{"event": "run", "start": <epoch s>, "seconds": <s>, "total": <s>, "page": <name>}`` for each
   script run (Streamlit's ``ScriptRunner._run_script``): ``seconds`` until the run tells the
   browser it has finished (the server's time for one rerun), ``total`` with the clean-up after
-  it (Streamlit's ``gc.collect`` after every run, ``runner.postScriptGC``);
+  it (Streamlit's ``gc.collect`` after every run where ``runner.postScriptGC`` is on; the app's
+  config turns it off);
 * ``{"event": "call", "fn": "attention" | "input_representation", "seconds": <s>}`` for each
   forward pass the app asks posviz for (and each ``similarity``, a position-position matrix).
 

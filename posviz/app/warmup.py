@@ -11,9 +11,9 @@ background thread that, in this order,
 4. imports scikit-learn, SciPy and umap-learn, its numba code compiled or read from numba's disk
    cache (:func:`posviz.analysis.projection.umap_module`), and computes the default projection,
 5. moves every object made so far to the garbage collector's permanent generation
-   (``gc.freeze()``, also once after step 2): Streamlit collects garbage after each script run
-   (``runner.postScriptGC``), and without this each collection walks the millions of objects of
-   torch and transformers.
+   (``gc.freeze()``, also once after step 2): without this each full collection of Python's
+   garbage collector walks the millions of objects of torch and transformers (Streamlit's own
+   collection after every script run, ``runner.postScriptGC``, is off in ``.streamlit/config.toml``).
 
 From step 3 on, what is left is for later visitors: the thread runs at a lower CPU priority and
 starts each step only when no script run is in progress (:func:`posviz.app.gates.visiting`),
