@@ -20,7 +20,8 @@ from posviz.analysis.similarity import block_mean
 from posviz.views.limits import MAX_CELLS, MAX_LABELS, MAX_TILE_CELLS
 from posviz.views.style import (
     DIVERGING, MISSING, QUALITATIVE, REFERENCE, SEQUENTIAL, TEMPLATE, TICK_LABELS, colour_bar,
-    assign_validated, leave_room_for_tile_titles, legend_below, line_colours, log_ticks, new_figure, set_title, token_ticks,
+    assign_validated, leave_room_for_tile_titles, legend_below, line_colours, log_ticks, new_figure, set_axes,
+    set_title, token_ticks,
 )
 
 #: Token labels per axis of a heatmap beside its "hidden" strip (its square is some two thirds of a plain one's).
@@ -49,9 +50,8 @@ HEATMAP_ASPECT = 1.1
 
 def _square(fig: go.Figure, col: int | None = None) -> None:
     """Equal x and y units, the plot shrunk to its data instead of padded (of one subplot column)."""
-    where = dict(row=1, col=col) if col else {}
-    fig.update_xaxes(constrain="domain", constraintoward="right", **where)  # next to its colour bar
-    fig.update_yaxes(autorange="reversed", scaleanchor="x", constrain="domain", **where)
+    set_axes(fig, "x", col, constrain="domain", constraintoward="right")  # next to its colour bar
+    set_axes(fig, "y", col, autorange="reversed", scaleanchor="x", constrain="domain")
 
 
 def position_heatmap(matrix: np.ndarray, first: int, title: str, colorbar: str, clip: bool = True, step: int = 1,
@@ -91,8 +91,8 @@ def position_heatmap(matrix: np.ndarray, first: int, title: str, colorbar: str, 
         colorbar=colour_bar(colorbar),
         hovertemplate=f"{names[0]} %{{y}} · {names[1]} %{{x}}<br>%{{z:.5g}}<extra></extra>",
     ))
-    fig.update_xaxes(title=names[1])
-    fig.update_yaxes(title=names[0])
+    set_axes(fig, "x", title=names[1])
+    set_axes(fig, "y", title=names[0])
     _square(fig)
     return fig
 
@@ -106,8 +106,8 @@ def row_profile_figure(profile: np.ndarray, q: int, title: str, ylabel: str, x: 
     right_half = q > (x[0] + x[-1]) / 2
     fig.add_vline(x=q, line_dash="dot", line_color="#D55E00", annotation_text=f"q = {q}",
                   annotation_position="bottom left" if right_half else "bottom right")
-    fig.update_xaxes(title="position j")
-    fig.update_yaxes(title=ylabel)
+    set_axes(fig, "x", title="position j")
+    set_axes(fig, "y", title=ylabel)
     return fig
 
 
@@ -138,8 +138,8 @@ def vector_heatmap(matrix: np.ndarray, title: str, row_title: str, row_labels=No
         zmin=-limit, zmax=limit, colorbar=colour_bar("value"),
         hovertemplate=f"{row_title} %{{y}} · dimension %{{x}}<br>%{{z:.5g}}<extra></extra>",
     ))
-    fig.update_xaxes(title="dimension")
-    fig.update_yaxes(title=row_title, autorange="reversed")
+    set_axes(fig, "x", title="dimension")
+    set_axes(fig, "y", title=row_title, autorange="reversed")
     if row_labels and len(row_labels) <= MAX_LABELS:
         token_ticks(fig, "y", row_labels)
     return fig
@@ -182,11 +182,11 @@ def line_figure(series: dict[str, np.ndarray], title: str, xlabel: str, ylabel: 
         log_ticks(fig, list(series.values()))
     if max(map(len, series), default=0) > LEGEND_BESIDE_CHARS and len(series) <= LEGEND_BELOW_MOST:
         legend_below(fig)  # long names beside the plot would squeeze it
-        fig.update_layout(height=fig.layout.height + 30 * math.ceil(len(series) / 2))  # its rows, below
-    fig.update_xaxes(title=xlabel)
+        fig.layout.height = fig.layout.height + 30 * math.ceil(len(series) / 2)  # its rows, below
+    set_axes(fig, "x", title=xlabel)
     if labelled:
         token_ticks(fig, "x", x_labels)
-    fig.update_yaxes(title=ylabel)
+    set_axes(fig, "y", title=ylabel)
     return fig
 
 
@@ -231,8 +231,8 @@ def projection_figure(coords: np.ndarray, boundaries: list[int], path: bool, tit
                                      camera=dict(eye=dict(x=1.7, y=1.7, z=1.2)), aspectmode="cube"),
                           margin=dict(l=10, r=10, t=70, b=10))
     else:
-        fig.update_xaxes(title=titles[0])
-        fig.update_yaxes(title=titles[1])
+        set_axes(fig, "x", title=titles[0])
+        set_axes(fig, "y", title=titles[1])
     return fig
 
 
@@ -284,8 +284,8 @@ def small_multiples(matrices: np.ndarray, titles: list[str], title: str, zmin: f
                                hovertemplate=f"{titles[i]}<br>{where}<br>%{{z:.4f}}<extra></extra>")
                     for i in range(count)])
     finite = matrices[np.isfinite(matrices)]
-    fig.update_layout(coloraxis=dict(colorscale=SEQUENTIAL, cmin=float(finite.min()) if zmin is None else zmin,
-                                     cmax=float(finite.max()) if zmax is None else zmax))
+    fig.layout.coloraxis = dict(colorscale=SEQUENTIAL, cmin=float(finite.min()) if zmin is None else zmin,
+                                cmax=float(finite.max()) if zmax is None else zmax)
     return fig
 
 
@@ -425,7 +425,7 @@ def token_heatmap(matrix: np.ndarray, tokens: list[str], title: str, colorbar: s
             hovertemplate=f"{row_title} %{{y}} %{{customdata}}<br>hidden: %{{z:.1%}} of its attention"
                           f"{f' (mean of {block} rows)' if block > 1 else ''}<extra></extra>",
         ), row=1, col=2)
-        fig.update_xaxes(tickvals=[0], ticktext=["hidden"], showgrid=False, row=1, col=2)
+        set_axes(fig, "x", 2, tickvals=[0], ticktext=["hidden"], showgrid=False)
     main = dict(row=1, col=1) if hidden is not None else {}
     where = (f"{row_title} %{{y}} %{{customdata[0]}} · {col_title} %{{x}} %{{customdata[1]}}" if labelled
              else f"{row_title} %{{y}} · {col_title} %{{x}}" if block == 1
@@ -436,8 +436,8 @@ def token_heatmap(matrix: np.ndarray, tokens: list[str], title: str, colorbar: s
         customdata=np.array([[(a, b) for b in cols] for a in tokens], dtype=object) if labelled else None,
         hovertemplate=where + "<br>%{z:.4f}<extra></extra>",
     ), **main)
-    fig.update_xaxes(title=col_title, **main)
-    fig.update_yaxes(title=row_title, **main)
+    set_axes(fig, "x", main.get("col"), title=col_title)
+    set_axes(fig, "y", main.get("col"), title=row_title)
     if labelled:  # beside the hidden strip the square is smaller: fewer labels fit
         most = TICK_LABELS if hidden is None else BESIDE_STRIP_TICK_LABELS
         token_ticks(fig, "x", cols, most, first=origin[1])
@@ -471,8 +471,8 @@ def offset_band_figure(panels: dict[str, tuple[np.ndarray, np.ndarray, np.ndarra
         fig.add_trace(go.Scatter(x=x, y=_f32(mean), mode="lines", line=dict(color=colour, width=2),
                                  name=f"{name}: mean", hovertemplate="k = %{x}<br>mean %{y:.5g}<extra></extra>"),
                       row=1, col=i + 1)
-        fig.update_xaxes(title=xlabel, row=1, col=i + 1)
-        fig.update_yaxes(title=ylabel if i == 0 else None, row=1, col=i + 1)
+        set_axes(fig, "x", i + 1, title=xlabel)
+    set_axes(fig, "y", 1, title=ylabel)
     legend_below(fig)
     return fig
 
@@ -507,10 +507,10 @@ def token_bars(series: dict[str, np.ndarray], labels: list[str], title: str, yla
     legend_below(fig)
     if log_y:
         log_ticks(fig, [np.asarray(v)[np.asarray(v) > 0] for v in series.values()])
-    fig.update_xaxes(title="token")
+    set_axes(fig, "x", title="token")
     if len(labels) <= MAX_LABELS:
         token_ticks(fig, "x", labels)
-    fig.update_yaxes(title=ylabel)
+    set_axes(fig, "y", title=ylabel)
     return fig
 
 
@@ -541,8 +541,8 @@ def vector_heatmaps(panels: dict[str, np.ndarray], title: str, row_labels: list[
                 [[token] * matrix.shape[1] for token in row_labels], dtype=object),
             hovertemplate=f"{name}<br>%{{customdata}} (token %{{y}}) · dimension %{{x}}<br>%{{z:.5g}}<extra></extra>",
         ), row=1, col=i + 1)
-        fig.update_xaxes(title="dimension", row=1, col=i + 1)
-    fig.update_yaxes(autorange="reversed")
+        set_axes(fig, "x", i + 1, title="dimension")
+    set_axes(fig, "y", autorange="reversed")
     if len(row_labels) <= MAX_LABELS:
         token_ticks(fig, "y", row_labels)
     fig.layout.coloraxis = dict(colorscale=DIVERGING, cmin=-limit, cmax=limit, colorbar=colour_bar("value"))
@@ -573,8 +573,8 @@ def probe_predictions_figure(series: dict[str, np.ndarray], title: str, margin: 
             x=np.arange(len(values)), y=_f32(values), mode="markers", name=name,
             marker=dict(size=5, color=QUALITATIVE[i % len(QUALITATIVE)], opacity=0.7),
             hovertemplate="position %{x}<br>predicted %{y:.1f}<extra>" + name.rsplit(" (", 1)[0] + "</extra>"))
-    fig.update_xaxes(title="true position")
-    fig.update_yaxes(title="predicted position", range=[low, high])  # held out: the title says so
+    set_axes(fig, "x", title="true position")
+    set_axes(fig, "y", title="predicted position", range=[low, high])  # held out: the title says so
     # legend below, first series drawn last (on top of the others) and listed first
     legend_below(fig, itemsizing="constant", traceorder="reversed")
     return fig
@@ -590,8 +590,8 @@ def layer_probe_figure(mae: np.ndarray, title: str, baseline: float | None = Non
     if baseline is not None:
         fig.add_hline(y=baseline, line_dash="dash", line_color="#D55E00",
                       annotation_text=f"guessing the middle: {baseline:.1f}", annotation_position="top right")
-    fig.update_xaxes(title="layer (0 = embedding output)", tickvals=layers)
-    fig.update_yaxes(title="MAE (positions)", rangemode="tozero")
+    set_axes(fig, "x", title="layer (0 = embedding output)", tickvals=layers)
+    set_axes(fig, "y", title="MAE (positions)", rangemode="tozero")
     return fig
 
 
@@ -638,9 +638,9 @@ def grid_heatmaps(panels: dict[str, np.ndarray], x: np.ndarray, y_labels: list[s
             customdata=_f32((values or {}).get(name, z)),
             hovertemplate=f"{name}<br>%{{y}} · {xlabel} %{{x}}<br>{value_name} %{{customdata:.4g}}<extra></extra>",
         ), row=1, col=i + 1)
-        fig.update_xaxes(title=xlabel, row=1, col=i + 1)
-    fig.update_yaxes(autorange="reversed", type="category")
-    fig.update_yaxes(title=ylabel, row=1, col=1)
+        set_axes(fig, "x", i + 1, title=xlabel)
+    set_axes(fig, "y", autorange="reversed", type="category")
+    set_axes(fig, "y", 1, title=ylabel)
     fig.layout.coloraxis = dict(colorscale=SEQUENTIAL, cmin=zmin, cmax=zmax, colorbar=colour_bar(colorbar))
     return fig
 
@@ -663,8 +663,8 @@ def line_panels(panels: dict[str, tuple[np.ndarray, dict[str, np.ndarray]]], tit
         for name, y in series.items():
             fig.add_trace(go.Scatter(x=np.asarray(x), y=_f32(y), name=name, mode="lines+markers",
                                      marker=dict(size=4), line=dict(color=next(colours))), row=1, col=i + 1)
-        fig.update_xaxes(title=xlabel, row=1, col=i + 1)
-        fig.update_yaxes(title=ylabels[i], row=1, col=i + 1)
+        set_axes(fig, "x", i + 1, title=xlabel)
+        set_axes(fig, "y", i + 1, title=ylabels[i])
     legend_below(fig)
     return fig
 
@@ -690,6 +690,6 @@ def layer_strip_figure(rows: list[str], member: np.ndarray, hover: list[list[str
     fig.add_trace(go.Heatmap(z=codes, x=list(range(member.shape[1])), y=list(rows), text=hover,
                              hovertemplate="%{text}<extra></extra>", showscale=False, colorscale=steps,
                              zmin=-0.5, zmax=k - 0.5, xgap=2, ygap=4))
-    fig.update_xaxes(title="layer", dtick=1 if member.shape[1] <= 16 else None)
-    fig.update_yaxes(autorange="reversed")
+    set_axes(fig, "x", title="layer", dtick=1 if member.shape[1] <= 16 else None)
+    set_axes(fig, "y", autorange="reversed")
     return fig

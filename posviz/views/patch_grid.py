@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 from posviz.analysis.patch_grid import map_stride, mosaic, patch_maps, special_maps
 from posviz.positions import PositionEncoding
 from posviz.views.figures import HEATMAP_ASPECT
-from posviz.views.style import MISSING, SEQUENTIAL, colour_bar, legend_below, new_figure
+from posviz.views.style import MISSING, SEQUENTIAL, colour_bar, legend_below, new_figure, set_axes
 from posviz.views.view import View, view_id
 
 #: What the projection's points can be coloured by, for a table whose rows form a grid.
@@ -67,8 +67,8 @@ def patch_grid(encoding: PositionEncoding) -> View:
                              hovertemplate="cosine %{z:.3f}<extra></extra>"))
     _map_ticks(fig, shown_cols, grid.cols, "x")
     _map_ticks(fig, shown_rows, grid.rows, "y")
-    fig.update_xaxes(title="grid column of the patch", constrain="domain", constraintoward="right")
-    fig.update_yaxes(title="grid row of the patch", autorange="reversed", scaleanchor="x", constrain="domain")
+    set_axes(fig, "x", title="grid column of the patch", constrain="domain", constraintoward="right")
+    set_axes(fig, "y", title="grid row of the patch", autorange="reversed", scaleanchor="x", constrain="domain")
     fig.update_layout(plot_bgcolor="white")
     apart = (f" The {' and '.join(grid.special)} row{'s' if len(grid.special) > 1 else ''} of the table "
              f"(row{'s' if len(grid.special) > 1 else ''} {', '.join(map(str, range(grid.first_patch)))}) "
@@ -107,9 +107,9 @@ def special_rows(encoding: PositionEncoding) -> View | None:
     fig.add_trace(go.Heatmap(z=_f32(side), colorscale=SEQUENTIAL, colorbar=colour_bar("cosine"), hoverongaps=False,
                              hovertemplate="cosine %{z:.3f}<extra></extra>"))
     centres = np.arange(k) * (grid.cols + 1) + (grid.cols - 1) / 2
-    fig.update_xaxes(tickmode="array", tickvals=centres, ticktext=list(grid.special), showgrid=False,
+    set_axes(fig, "x", tickmode="array", tickvals=centres, ticktext=list(grid.special), showgrid=False,
                      zeroline=False, constrain="domain")
-    fig.update_yaxes(title="grid row", autorange="reversed", scaleanchor="x", constrain="domain", showgrid=False)
+    set_axes(fig, "y", title="grid row", autorange="reversed", scaleanchor="x", constrain="domain", showgrid=False)
     fig.update_layout(plot_bgcolor="white")
     caption = (f"The {names} token{'s have' if k > 1 else ' has'} no place in the image, so {'their rows' if k > 1 else 'its row'} "
                f"of the table ({', '.join(map(str, range(k)))}) {'are' if k > 1 else 'is'} kept out of the grid above; "
@@ -165,6 +165,6 @@ def grid_projection_figure(coords: np.ndarray, positions: np.ndarray, grid, by: 
         fig.update_layout(scene=dict(xaxis_title=titles[0], yaxis_title=titles[1], zaxis_title=titles[2],
                                      camera=dict(eye=dict(x=1.7, y=1.7, z=1.2)), aspectmode="cube"))
     else:
-        fig.update_xaxes(title=titles[0])
-        fig.update_yaxes(title=titles[1])
+        set_axes(fig, "x", title=titles[0])
+        set_axes(fig, "y", title=titles[1])
     return fig

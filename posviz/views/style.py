@@ -202,8 +202,7 @@ def leave_room_for_tile_titles(fig: go.Figure) -> None:
 def legend_below(fig: go.Figure, **legend) -> None:
     """The figure's legend in rows at the bottom of the figure, under the x axis and its title
     (plotly makes room for both: ``yref="container"``), in place; ``legend`` adds to its settings."""
-    fig.update_layout(legend=dict(orientation="h", x=0, xanchor="left", yref="container", y=0, yanchor="bottom",
-                                  **legend))
+    fig.layout.legend = dict(orientation="h", x=0, xanchor="left", yref="container", y=0, yanchor="bottom", **legend)
 
 
 def set_title(fig: go.Figure, text: str) -> None:
@@ -248,6 +247,20 @@ def aspect_of(fig: go.Figure) -> float | None:
     return meta.get("aspect") if isinstance(meta, dict) else None
 
 
+def set_axes(fig: go.Figure, axis: str, col: int | None = None, **props) -> None:
+    """Set ``props`` on the figure's ``axis`` axes ("x" or "y") by assignment: on every one, or with
+    ``col`` on that of the ``col``-th panel of a one-row grid of subplots (``xaxis``, ``xaxis2`` …).
+
+    What ``fig.update_xaxes(**props)`` (with ``row=1, col=col``) does, each property replaced whole
+    rather than merged, at a fifth of its time: plotly's update methods go through its batch-update
+    machinery, about 0.6 ms a call, a dozen calls a figure.
+    """
+    layout = fig.layout
+    for obj in ([layout[f"{axis}axis{col if col > 1 else ''}"]] if col else getattr(fig, f"select_{axis}axes")()):
+        for key, value in props.items():
+            obj[key] = value
+
+
 def token_ticks(fig: go.Figure, axis: str, labels: Sequence[str], most: int = TICK_LABELS, first: int = 0) -> None:
     """Label a numeric token axis with its tokens, every k-th where there are more than ``most``,
     so that no two labels overlap; x labels stand upright (rotated 90°). Hover still names every
@@ -265,9 +278,9 @@ def token_ticks(fig: go.Figure, axis: str, labels: Sequence[str], most: int = TI
     labels = list(labels)
     step = max(1, math.ceil(len(labels) / most))
     ticks = np.arange(0, len(labels), step)
-    fig.layout[f"{axis}axis"].update(tickmode="array", tickvals=first + ticks, ticktext=[labels[i] for i in ticks],
-                                     **({"tickangle": -90} if axis == "x" else {}))
-    fig.update_layout(meta={**fig.layout.meta, f"{axis}_tokens": labels, f"{axis}_first": first})
+    set_axes(fig, axis, 1, tickmode="array", tickvals=first + ticks, ticktext=[labels[i] for i in ticks],
+             **({"tickangle": -90} if axis == "x" else {}))
+    fig.layout.meta = {**fig.layout.meta, f"{axis}_tokens": labels, f"{axis}_first": first}
 
 
 def log_ticks(fig: go.Figure, values: Sequence[np.ndarray], axis: str = "y") -> None:
@@ -283,15 +296,14 @@ def log_ticks(fig: go.Figure, values: Sequence[np.ndarray], axis: str = "y") -> 
     """
     finite = np.concatenate([np.ravel(np.asarray(v, dtype=np.float64)) for v in values])
     finite = finite[np.isfinite(finite) & (finite > 0)]
-    update = fig.update_yaxes if axis == "y" else fig.update_xaxes
     if finite.size == 0:
-        update(type="log")
+        set_axes(fig, axis, type="log")
         return
     low, high = math.floor(math.log10(finite.min())), math.ceil(math.log10(finite.max()))
     steps = (1,) if high - low > 3 else (1, 2, 5)
     ticks = [m * 10.0 ** e for e in range(low, high + 1) for m in steps]
     ticks = [t for t in ticks if finite.min() / 1.5 <= t <= finite.max() * 1.5] or [10.0 ** low, 10.0 ** high]
-    update(type="log", tickmode="array", tickvals=ticks, ticktext=[_plain(t) for t in ticks])
+    set_axes(fig, axis, type="log", tickmode="array", tickvals=ticks, ticktext=[_plain(t) for t in ticks])
 
 
 _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
