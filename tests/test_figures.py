@@ -112,3 +112,18 @@ def test_small_multiples_share_no_layout_between_figures():
     assert second.layout.xaxis2.showticklabels is False
     assert [a.text for a in second.layout.annotations][:4] == ["t0", "t1", "t2", "t3"]
     assert second.layout.template.to_plotly_json() == first.layout.template.to_plotly_json()
+
+
+def test_set_axes_sets_one_panel_or_every_axis_as_update_axes_does():
+    from plotly.subplots import make_subplots
+
+    from posviz.views.style import set_axes
+
+    mine, theirs = make_subplots(rows=1, cols=3), make_subplots(rows=1, cols=3)
+    set_axes(mine, "x", 2, title="offset", showgrid=False)
+    theirs.update_xaxes(title="offset", showgrid=False, row=1, col=2)
+    set_axes(mine, "y", autorange="reversed")
+    theirs.update_yaxes(autorange="reversed")
+    assert mine.to_dict()["layout"] == theirs.to_dict()["layout"]
+    assert mine.layout.xaxis2.title.text == "offset" and mine.layout.xaxis.title.text is None
+    assert [mine.layout[f"yaxis{s}"].autorange for s in ("", "2", "3")] == ["reversed"] * 3
