@@ -127,12 +127,12 @@ def assign_validated(obj, **props) -> None:
     The values are kept, not copied: pass values no one changes afterwards (``to_plotly_json``
     returns a copy).
     """
-    obj._validate = False
+    validating, obj._validate = obj._validate, False
     try:
         for name, value in props.items():
             obj[name] = value
     finally:
-        obj._validate = True
+        obj._validate = validating
 
 
 @dataclass(frozen=True)
@@ -252,7 +252,7 @@ def set_axes(fig: go.Figure, axis: str, col: int | None = None, **props) -> None
     ``col`` on that of the ``col``-th panel of a one-row grid of subplots (``xaxis``, ``xaxis2`` …).
 
     What ``fig.update_xaxes(**props)`` (with ``row=1, col=col``) does, each property replaced whole
-    rather than merged, at a fifth of its time: plotly's update methods go through its batch-update
+    rather than merged, in under half its time: plotly's update methods go through its batch-update
     machinery, about 0.6 ms a call, a dozen calls a figure.
     """
     layout = fig.layout
