@@ -24,8 +24,8 @@ def _f32(a) -> np.ndarray:
 def _map_ticks(fig: go.Figure, shown: np.ndarray, size: int, axis: str) -> None:
     """Ticks at the centre of each map of a mosaic axis, labelled with the grid row (column) of its patch."""
     centres = np.arange(len(shown)) * (size + 1) + (size - 1) / 2
-    getattr(fig, f"update_{axis}axes")(tickmode="array", tickvals=centres, ticktext=[str(int(s)) for s in shown],
-                                       showgrid=False, zeroline=False)
+    set_axes(fig, axis, tickmode="array", tickvals=centres, ticktext=[str(int(s)) for s in shown], showgrid=False,
+             zeroline=False)
 
 
 @view_id("patch-grid")
@@ -108,7 +108,7 @@ def special_rows(encoding: PositionEncoding) -> View | None:
                              hovertemplate="cosine %{z:.3f}<extra></extra>"))
     centres = np.arange(k) * (grid.cols + 1) + (grid.cols - 1) / 2
     set_axes(fig, "x", tickmode="array", tickvals=centres, ticktext=list(grid.special), showgrid=False,
-                     zeroline=False, constrain="domain")
+             zeroline=False, constrain="domain")
     set_axes(fig, "y", title="grid row", autorange="reversed", scaleanchor="x", constrain="domain", showgrid=False)
     fig.update_layout(plot_bgcolor="white")
     caption = (f"The {names} token{'s have' if k > 1 else ' has'} no place in the image, so {'their rows' if k > 1 else 'its row'} "
