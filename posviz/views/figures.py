@@ -19,9 +19,9 @@ from plotly.subplots import make_subplots
 from posviz.analysis.similarity import block_mean
 from posviz.views.limits import MAX_CELLS, MAX_LABELS, MAX_TILE_CELLS
 from posviz.views.style import (
-    DIVERGING, MISSING, QUALITATIVE, REFERENCE, SEQUENTIAL, TEMPLATE, TICK_LABELS, colour_bar,
+    DIVERGING, MISSING, QUALITATIVE, REFERENCE, SEQUENTIAL, TEMPLATE, TICK_LABELS, TITLE_CHARS, colour_bar,
     assign_validated, leave_room_for_tile_titles, legend_below, line_colours, log_ticks, new_figure, set_axes,
-    set_title, token_ticks,
+    set_title, token_ticks, wrap,
 )
 
 #: Token labels per axis of a heatmap beside its "hidden" strip (its square is some two thirds of a plain one's).
@@ -167,10 +167,10 @@ def line_figure(series: dict[str, np.ndarray], title: str, xlabel: str, ylabel: 
     references : tuple of str
         Names of series drawn as black dashed reference lines (a sinusoid beside a model's heads).
 
-    The legend is beside the plot, or below it where a name is longer than
-    :data:`LEGEND_BESIDE_CHARS` (and there are at most :data:`LEGEND_BELOW_MOST` series).
+    The legend is beside the plot (the figure as high as its names need), or below it where a name is
+    longer than :data:`LEGEND_BESIDE_CHARS` (and there are at most :data:`LEGEND_BELOW_MOST` series).
     """
-    fig = new_figure(title, height=420)
+    fig = new_figure(title, height=max(420, 160 + 24 * len(series)))  # a legend beside it: each name in view
     colours = iter(line_colours(len(series) - len([n for n in series if n in references])))
     labelled = bool(x_labels) and len(x_labels) <= MAX_LABELS
     for name, values in series.items():
@@ -289,6 +289,10 @@ def small_multiples(matrices: np.ndarray, titles: list[str], title: str, zmin: f
     return fig
 
 
+#: The space between two columns of tiles of :func:`small_multiples`, a share of the plot's width.
+_TILE_SPACING = 0.02
+
+
 @functools.lru_cache(maxsize=32)
 def _tiles_layout(titles: tuple[str, ...], columns: int, notes: tuple[str, ...]) -> dict:
     """The layout of :func:`small_multiples` with these tile titles, before its title, colours and
@@ -300,10 +304,15 @@ def _tiles_layout(titles: tuple[str, ...], columns: int, notes: tuple[str, ...])
     """
     rows = -(-len(titles) // columns)
     lines = max(t.count("<br>") + 1 for t in titles)  # a tile title's lines: the room between rows of tiles
-    fig = _subplots(new_figure("", height=None, notes=notes,
-                               aspect=round(columns / rows * 0.8 / (1 + 0.15 * (lines - 1)), 3)),
-                    rows=rows, cols=columns, subplot_titles=list(titles), horizontal_spacing=0.02,
-                    vertical_spacing=(0.15 + 0.15 * lines) / rows)
+    # In units of the plot's width: a square tile's side, the room for a row of tile titles above it
+    # (some 12 % of a 150-250 pixel tile a line, and 20 % of margin), and the plot's height.
+    tile = (1 - (columns - 1) * _TILE_SPACING) / columns
+    gap = tile * (0.2 + 0.12 * lines)
+    height = rows * tile + (rows - 1) * gap
+    # the figure: the plot some 0.8 of its width (the colour bar and the margins beside it), the title above it
+    fig = _subplots(new_figure("", height=None, notes=notes, aspect=round(1 / (0.8 * height + 0.1), 3)),
+                    rows=rows, cols=columns, subplot_titles=list(titles), horizontal_spacing=_TILE_SPACING,
+                    vertical_spacing=gap / height)
     axes = {}
     for suffix in [""] + [str(i + 1) for i in range(1, rows * columns)]:  # each y axis keeps its x axis's scale
         axes[f"xaxis{suffix}"] = dict(showticklabels=False, showgrid=False, constrain="domain")
@@ -656,8 +665,11 @@ def line_panels(panels: dict[str, tuple[np.ndarray, dict[str, np.ndarray]]], tit
     ylabels : list of str
         One y-axis title per panel.
     """
+    # a panel's title (13 px) fits in about 1.1 × its share of the figure title's width in characters (18 px)
+    chars = round(TITLE_CHARS * 1.1 / len(panels))
     fig = _subplots(new_figure(title, height=440, notes=list(notes)), rows=1, cols=len(panels),
-                    subplot_titles=list(panels), horizontal_spacing=0.2)  # room for the right panel's y title
+                    subplot_titles=[wrap(name, chars) for name in panels],
+                    horizontal_spacing=0.2)  # room for the right panel's y title
     colours = iter(line_colours(sum(len(series) for _, series in panels.values())))
     for i, (x, series) in enumerate(panels.values()):
         for name, y in series.items():
