@@ -305,9 +305,10 @@ def _tiles_layout(titles: tuple[str, ...], columns: int, notes: tuple[str, ...])
     rows = -(-len(titles) // columns)
     lines = max(t.count("<br>") + 1 for t in titles)  # a tile title's lines: the room between rows of tiles
     # In units of the plot's width: a square tile's side, the room for a row of tile titles above it
-    # (some 12 % of a 150-250 pixel tile a line, and 20 % of margin), and the plot's height.
+    # (some 18 % of a 150-250 pixel tile a line, as large as a projector's tile titles, and 20 % of
+    # margin), and the plot's height.
     tile = (1 - (columns - 1) * _TILE_SPACING) / columns
-    gap = tile * (0.2 + 0.12 * lines)
+    gap = tile * (0.2 + 0.18 * lines)
     height = rows * tile + (rows - 1) * gap
     # the figure: the plot some 0.8 of its width (the colour bar and the margins beside it), the title above it
     fig = _subplots(new_figure("", height=None, notes=notes, aspect=round(1 / (0.8 * height + 0.1), 3)),
