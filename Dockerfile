@@ -44,9 +44,12 @@ RUN mkdir -p "$HF_HOME" "$NUMBA_CACHE_DIR" "$HOME/app"
 WORKDIR $HOME/app
 COPY --chown=user . .
 # umap-learn and pynndescent compile their numba functions on first use (a minute on 2 cores):
-# one projection here leaves them in NUMBA_CACHE_DIR, so the container's first UMAP is quick.
-RUN python -c "import numpy as np; from posviz.analysis.projection import project; \
-project(np.random.default_rng(0).normal(size=(64, 8)), 'umap')"
+# one projection here leaves them in NUMBA_CACHE_DIR, so the container's first UMAP is quick. The
+# model page's first chart of the bundled model is stored in ~/.cache/posviz, so the container's
+# first visitor sees it while torch and the model load (posviz.app.first_paint).
+RUN python -c "import numpy as np, posviz; from posviz.analysis.projection import project; \
+from posviz.app import first_paint; \
+project(np.random.default_rng(0).normal(size=(64, 8)), 'umap'); first_paint.store(posviz.load_model())"
 
 EXPOSE 8501
 # slim has no curl: the standard library asks Streamlit's health endpoint (non-2xx raises, exit 1).

@@ -5,17 +5,19 @@ with uvicorn: its lifespan starts the warm-up (:mod:`posviz.app.warmup`) before 
 connection is served; the module is then imported as ``app``. Each script run of a visitor
 executes it as ``__main__``: the navigation and the chosen page (:func:`posviz.app.navigation.main`),
 once the warm-up has imported the pages' modules (AppTest, which has no lifespan, starts the
-warm-up here).
+warm-up here); a visitor of the model page waiting for that sees the chart an earlier start stored
+(:mod:`posviz.app.first_paint`).
 """
 
 import streamlit as st
 
-from posviz.app import gates, warmup
+from posviz.app import first_paint, gates, warmup
 
 if __name__ == "__main__":
     warmup.start()
     with gates.visiting():
-        gates.wait_for_imports()
+        with first_paint.shown_while_starting():
+            gates.wait_for_imports()
         from posviz.app.navigation import main
 
         main()

@@ -31,6 +31,8 @@ CHART = '[data-testid="stPlotlyChart"] .js-plotly-plot .main-svg'
 IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 FAILED = '[data-testid="stException"], [data-testid="stAlertContentError"]'
 TITLES_JS = "() => Array.from(document.querySelectorAll('.js-plotly-plot .gtitle'), e => e.textContent).join('|')"
+#: Bytes of the note above a stored first chart (posviz.app.first_paint.NOTE): it was shown.
+FIRST_PAINT = b"Starting: torch, transformers"
 START_TIMEOUT_S = 120
 PAGE_TIMEOUT_MS = 180_000
 #: The app is "up" this long before the projection page is opened (the UMAP goal).
@@ -98,10 +100,12 @@ st.plotly_chart(go.Figure(go.Heatmap(z=np.random.default_rng(0).random((64, 64))
 
 
 @contextlib.contextmanager
-def app_server(workdir: Path, floor: bool = False):
+def app_server(workdir: Path, floor: bool = False, cache: Path | None = None):
     """Start the app (see the module docstring), or with ``floor`` :data:`FLOOR_SCRIPT` by plain
     ``streamlit run`` with the same options; yield a :class:`Server` once ``/_stcore/health``
-    answers (polled every 50 ms); stop it afterwards."""
+    answers (polled every 50 ms); stop it afterwards. The app's cache folder (``POSVIZ_CACHE_DIR``,
+    where it stores its first chart: :mod:`posviz.app.first_paint`) is ``cache``, default
+    ``workdir/cache``: the bench's servers share it, as restarts of one server do."""
     port = free_port()
     fd, events = tempfile.mkstemp(prefix="events-", suffix=".jsonl", dir=workdir)
     os.close(fd)
@@ -113,7 +117,7 @@ def app_server(workdir: Path, floor: bool = False):
     cmd = [sys.executable, "-m", "streamlit" if floor else "bench.serve", "run", script, "--server.headless", "true",
            "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"]
     env = dict(os.environ, PYTHONUNBUFFERED="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
-               POSVIZ_BENCH_EVENTS=events)
+               POSVIZ_BENCH_EVENTS=events, POSVIZ_CACHE_DIR=str(cache or workdir / "cache"))
     with open(log, "w") as out:
         started, started_epoch = time.perf_counter(), time.time()
         proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
@@ -199,7 +203,7 @@ class Tab:
             raise RuntimeError(f"{page.url}: {page.locator(FAILED).first.inner_text()[:500]}")
         frames = self.take()
         return dict(chart_at=chart, chart_s=chart - start, idle_s=idle - start, ws_bytes=sum(map(len, frames)),
-                    charts=chart_frames(frames))
+                    charts=chart_frames(frames), first_paint=any(FIRST_PAINT in frame for frame in frames))
 
     def visit(self, url: str, expect: str = "") -> dict:
         """Open ``url``: :meth:`settle` timed from the navigation. Raises RuntimeError when no
@@ -280,17 +284,33 @@ def type_number(tab: Tab, label: str, value: int):
     return action
 
 
-def cold_start(browser, workdir: Path) -> dict:
-    """One fresh server: the first chart of ``/`` from the process start (and when the server
+def first_start(browser, workdir: Path, cache: Path) -> dict:
+    """A server's first start ever: an empty cache folder ``cache``, nothing stored. The first chart
+    of ``/`` from the process start (``first_chart_s``, seconds; ``first_paint``: whether a stored
+    chart came first, which it cannot); then, within :data:`UP_S`, until the warm-up has stored its
+    first chart in ``cache`` (``stored``), for the next start."""
+    with app_server(workdir, cache=cache) as server, Tab.open(browser) as tab:
+        first = tab.visit(server.base + "/")
+        stored = cache / "first-paint.json"
+        while not stored.exists() and time.perf_counter() < server.started + UP_S:
+            time.sleep(0.1)
+        return dict(first_chart_s=first["chart_at"] - server.started, first_paint=first["first_paint"],
+                    stored=stored.exists())
+
+
+def cold_start(browser, workdir: Path, cache: Path | None = None) -> dict:
+    """One fresh server (its cache folder ``cache``, as :func:`app_server`'s): the first chart of
+    ``/`` from the process start (whether it was the stored first chart, and when the server
     answered, when its first script run started and how long it took); every page of
     :data:`PAGES` from its navigation (a page load, a new session); then, once the server has been
     up :data:`UP_S`, the projection page with UMAP by the sidebar (the app's warm-up, started by
     the first visit, has had its time). Times in seconds, sizes in bytes."""
-    with app_server(workdir) as server, Tab.open(browser) as tab:
+    with app_server(workdir, cache=cache) as server, Tab.open(browser) as tab:
         first = tab.visit(server.base + "/")
         run = next(e for e in server.wait_run(0) if e["event"] == "run")
         out = dict(first_chart_s=first["chart_at"] - server.started, healthy_s=server.healthy - server.started,
-                   run_start_s=run["start"] - server.started_epoch, run_s=run["seconds"], pages={})
+                   run_start_s=run["start"] - server.started_epoch, run_s=run["seconds"],
+                   first_paint=first["first_paint"], pages={})
         for name, path in PAGES.items():
             out["pages"][name] = tab.visit(server.base + path, "PCA" if "PCA" in name else "")
         time.sleep(max(0.0, server.started + UP_S - time.perf_counter()))

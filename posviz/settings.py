@@ -10,6 +10,8 @@
                            device's free memory
 ``POSVIZ_MAX_TEXT``        longest sentence the app takes, in characters; default 2 000 in
                            hosted mode, 100 000 otherwise
+``POSVIZ_CACHE_DIR``       folder of the app's stored first chart (read by
+                           :func:`posviz.app.first_paint.folder`, which imports no torch)
 =========================  ==================================================================
 """
 

@@ -2,8 +2,8 @@
 
 Environment, set when this file is imported, before huggingface_hub is (it reads both once): every
 Hub request goes to a local Hub on 127.0.0.1 (:mod:`tests.support.local_hub`; tests publish
-repositories on it) and the Hugging Face cache is a folder of the session's own. Both folders are
-removed when the session ends, the Hub stopped first.
+repositories on it), and the Hugging Face cache and posviz's own cache folder are folders of the
+session's own. The folders are removed when the session ends, the Hub stopped first.
 
 Fixtures: tiny, randomly initialised models of each family (:mod:`tests.support.tiny_models`) are
 built once per session in a temporary folder (``tiny_path``), loaded once through
@@ -24,17 +24,19 @@ from tests.support.local_hub import LocalHub
 
 LOCAL_HUB = LocalHub(Path(tempfile.mkdtemp(prefix="posviz-local-hub-")))
 HF_HOME = Path(tempfile.mkdtemp(prefix="posviz-hf-home-"))
+CACHE_DIR = Path(tempfile.mkdtemp(prefix="posviz-cache-"))
 os.environ["HF_ENDPOINT"] = LOCAL_HUB.url
 os.environ["HF_HOME"] = str(HF_HOME)
+os.environ["POSVIZ_CACHE_DIR"] = str(CACHE_DIR)  # the app's stored first chart (posviz.app.first_paint)
 for _offline in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
     os.environ.pop(_offline, None)
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
 def _remove_session_folders() -> None:
-    """Stop the local Hub, then remove its folder and the session's Hugging Face cache (idempotent)."""
+    """Stop the local Hub, then remove its folder and the session's caches (idempotent)."""
     LOCAL_HUB.close()
-    for folder in (LOCAL_HUB.root, HF_HOME):
+    for folder in (LOCAL_HUB.root, HF_HOME, CACHE_DIR):
         shutil.rmtree(folder, ignore_errors=True)
 
 

@@ -628,6 +628,17 @@ def test_numbas_cache_is_warmed_at_build_time(image: Image):
     assert set_at and set_at[0] < run.line, "NUMBA_CACHE_DIR is set after the UMAP that fills it"
 
 
+def test_the_first_chart_is_stored_at_build_time(image: Image):
+    """A RUN as the app's user, after the app is copied, stores the model page's first chart of the
+    bundled model (posviz.app.first_paint) in the user's cache folder (the image test checks it)."""
+    user = app_user(image)
+    app_copy = image_files(image)[str(PurePosixPath(image.workdir, "app.py"))][1]
+    stores = [r for r in image.runs if "first_paint.store(" in r.command]
+    assert stores, "no RUN stores the first chart: the container's first visitor waits for torch"
+    assert is_user(stores[-1].user, user) and stores[-1].line > app_copy.line
+    assert "POSVIZ_CACHE_DIR" not in image.env and "XDG_CACHE_HOME" not in image.env  # ~/.cache/posviz
+
+
 def test_copied_files_exist_and_are_in_the_context(image: Image):
     rules = dockerignore_rules(DOCKERIGNORE.read_text()) if DOCKERIGNORE.exists() else []
     assert image.copies, "nothing is copied into the image"
@@ -897,6 +908,16 @@ def test_first_umap_uses_numbas_cache_from_the_build(running: Running):
     print(f"first UMAP in the container: {found['seconds']:.1f} s, {found['files']} files in numba's cache")
     assert found["files"], "numba's cache is empty: the build did not warm it"
     assert not found["written"], f"the first UMAP compiled again: {found['written'][:5]}"
+
+
+@pytest.mark.docker
+def test_the_image_holds_the_first_chart_of_its_own_code(running: Running):
+    """The chart the build stored has the key of the image's own code and libraries: a fresh
+    server of the container shows it to its first visitor (posviz.app.first_paint)."""
+    probe = "from posviz.app import first_paint; print(first_paint.stored('http://localhost:8501', False) is not None)"
+    out = running.exec("python", "-c", probe, timeout=120)
+    assert out.returncode == 0, out.stderr[-4000:]
+    assert out.stdout.split()[-1] == "True", "the stored first chart is missing or of other code"
 
 
 @pytest.mark.docker

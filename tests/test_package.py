@@ -113,9 +113,9 @@ def test_the_wheel_carries_the_library_its_data_and_the_app(wheel):
 
 
 def test_the_installed_package_runs_outside_the_repository(installed, elsewhere):
-    probe = ("import importlib.metadata, posviz\nfrom posviz.app import entry, navigation\n"
+    probe = ("import importlib.metadata, posviz\nfrom posviz.app import entry, layout\n"
              "print(posviz.__file__, posviz.__version__, importlib.metadata.version('posviz'), entry.script(), "
-             "navigation.ICON.is_file())")
+             "layout.ICON.is_file())")
     file, version, metadata, script, icon = _run(installed / "python", "-c", probe, cwd=elsewhere).stdout.split()
     site = Path(file).parent.parent
     assert site.is_relative_to(installed.parent) and not Path(file).is_relative_to(ROOT)

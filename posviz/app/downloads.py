@@ -17,6 +17,8 @@ from posviz.views.style import aspect_of, name_model
 from posviz.views.view import View
 
 if TYPE_CHECKING:
+    import plotly.graph_objects as go
+
     from posviz.model_table import ModelTable
 
 _HELP = {"SVG": "Vector image for slides and papers (rendered on the server: a few seconds).",
@@ -65,14 +67,9 @@ def show(view: View, *, model: str = "", recipe: Recipe | None = None, compared:
     if run is not None and run.slide is not None:
         run.slide.offer(view)
         return
-    fig = styled(name_model(view.figure, model) if model else view.figure)
-    config = export.plotly_config(export.file_stem(model, view.stem))
-    aspect = aspect_of(fig)
-    if aspect:
-        with layout.proportional(aspect):
-            st.plotly_chart(fig, theme=None, config=config, height="stretch")
-    else:
-        st.plotly_chart(fig, theme=None, config=config)
+    fig, config = chart_of(view, model)
+    fig = styled(fig)
+    layout.chart(fig, config, aspect_of(fig))
     made, present = None, presenting()
     if recipe is not None and compared is not None:
         made = (lambda files: sidecar.build_comparison(compared, recipe, stem=view.stem, present=present,
@@ -82,6 +79,14 @@ def show(view: View, *, model: str = "", recipe: Recipe | None = None, compared:
     _download_row(view, fig, model=model, sidecar_text=made)
     if view.caption:
         st.caption(view.caption)
+
+
+def chart_of(view: View, model: str) -> tuple[go.Figure, dict]:
+    """The chart :func:`show` draws for ``view`` outside presentation mode: the figure, with the model
+    ``model`` (a short name, or empty) named in its subtitle, and its plotly.js config (the camera
+    button's PNG named ``<model>-<view stem>``)."""
+    fig = name_model(view.figure, model) if model else view.figure
+    return fig, export.plotly_config(export.file_stem(model, view.stem))
 
 
 def _as_slide(view_id: str) -> None:

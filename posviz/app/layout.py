@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import threading
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Iterator
 
 import streamlit as st
 
+#: The browser tab's icon.
+ICON = Path(__file__).resolve().parents[1] / "data" / "favicon.png"
 #: Width of the main column under which side-by-side charts stack, in CSS pixels.
 STACK_BELOW, PRESENT_STACK_BELOW = 1100, 1400
 #: Root font size in presentation mode (Streamlit's is 16 px): everything in rem grows with it.
@@ -80,6 +83,22 @@ def proportional(aspect: float) -> Iterator[None]:
             f".st-key-posviz-slide-charts {wrapper} {{ width: min(100%, calc(100cqh * {aspect})); }}</style>")
     with st.container(key=name):
         yield
+
+
+def page_config() -> None:
+    """The page's title and icon in the browser tab, and the wide layout: first in every script run."""
+    st.set_page_config(page_title="posviz · position embeddings", page_icon=str(ICON), layout="wide")
+
+
+def chart(fig, config: dict, aspect: float | None) -> None:
+    """Draw a plotly chart at full width with its own colours: ``fig`` a figure or its JSON as a dict,
+    ``config`` its plotly.js config, ``aspect`` (width ÷ height) where its height follows its width
+    (in a :func:`proportional` container), else None (the figure's own height)."""
+    if aspect:
+        with proportional(aspect):
+            st.plotly_chart(fig, theme=None, config=config, height="stretch")
+    else:
+        st.plotly_chart(fig, theme=None, config=config)
 
 
 def pair(spec=2, gap: str = "large") -> list:

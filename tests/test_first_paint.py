@@ -1,0 +1,121 @@
+"""The stored first chart (posviz.app.first_paint): it is the model page's own first chart, it is
+shown only where it fits the visit and the code, and a fresh server shows it before torch is imported."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import logging
+import time
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from posviz.app import first_paint
+from tests.support.apptest import TIMEOUT, apptest_like_browser, figures, open_page  # noqa: F401
+from tests.support.browser import browser  # noqa: F401  the module's Chromium (a fixture)
+from tests.support.browser import CHART, IDLE, ROOT, log_tail, new_page, running_app
+
+ROOT_URL = "http://127.0.0.1:8501"
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    """A cache folder of the test's own, once the process's warm-up (started by any AppTest run) has
+    stored its chart: it must not write into this folder while the test looks at it."""
+    from posviz.app import warmup
+
+    deadline = time.monotonic() + 120
+    while warmup.started_at is not None and "first paint" not in warmup.timings and time.monotonic() < deadline:
+        time.sleep(0.1)
+    monkeypatch.setenv("POSVIZ_CACHE_DIR", str(tmp_path))
+    return tmp_path
+
+
+def test_the_stored_chart_is_the_model_pages_first_chart(bundled_lm, cache_dir):
+    first_paint.store(bundled_lm)
+    doc = first_paint.stored(ROOT_URL, params=False)
+    assert doc is not None and doc["key"] == first_paint.key() and doc["model"] == "all-MiniLM-L6-v2 (bundled)"
+    at = open_page("model")
+    chart = at.get("plotly_chart")[0].proto
+    assert json.loads(chart.spec) == doc["figure"]
+    assert json.loads(chart.config) == doc["config"] and doc["aspect"] is None
+    assert doc["figure"]["layout"]["title"]["text"] == "Length of each position embedding"
+    assert len(doc["figure"]["data"][0]["y"]["bdata"]) > 0  # the 512 lengths travel as a typed array
+
+
+def test_the_drawn_chart_is_the_stored_one(bundled_lm, cache_dir):
+    first_paint.store(bundled_lm)
+    doc = first_paint.stored(ROOT_URL + "/", params=False)
+
+    def script(doc):
+        from posviz.app import first_paint
+
+        first_paint.draw(doc)
+
+    at = AppTest.from_function(script, args=(doc,), default_timeout=TIMEOUT).run()
+    assert [t.value for t in at.title] == ["Model"]
+    assert at.markdown[0].value == "**all-MiniLM-L6-v2 (bundled)**"
+    assert [i.value for i in at.info] == [first_paint.NOTE]
+    assert figures(at) == [doc["figure"]]
+
+
+@pytest.mark.parametrize("url, params", [(None, False), (ROOT_URL, True), (ROOT_URL + "/similarity", False),
+                                         (ROOT_URL + "/attention", False)])
+def test_only_a_visit_of_the_model_page_without_parameters_gets_it(bundled_lm, cache_dir, url, params):
+    first_paint.store(bundled_lm)
+    assert first_paint.stored(ROOT_URL, params=False) is not None
+    assert first_paint.stored(url, params=params) is None
+
+
+def test_a_chart_of_other_code_or_versions_is_not_shown(bundled_lm, cache_dir, monkeypatch):
+    first_paint.store(bundled_lm)
+    path = cache_dir / first_paint.FILE_NAME
+    doc = json.loads(path.read_text())
+    real = importlib.metadata.version
+    monkeypatch.setattr(importlib.metadata, "version",
+                        lambda name: "0.0.0" if name == "plotly" else real(name))
+    assert first_paint.key.__wrapped__() != doc["key"]  # another plotly draws the JSON its own way
+    path.write_text(json.dumps(dict(doc, key="0" * 16)))
+    assert first_paint.stored(ROOT_URL, params=False) is None
+    path.write_text("{ not json")
+    assert first_paint.stored(ROOT_URL, params=False) is None
+    first_paint.store(bundled_lm)  # a broken or stale file is replaced
+    assert first_paint.stored(ROOT_URL, params=False) == doc
+
+
+def test_a_folder_that_cannot_be_written_is_logged_not_raised(bundled_lm, tmp_path, monkeypatch, caplog):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("POSVIZ_CACHE_DIR", str(blocker / "posviz"))
+    with caplog.at_level(logging.WARNING, logger="posviz.app.first_paint"):
+        first_paint.store(bundled_lm)
+    assert "cannot store the first chart" in caplog.text
+    assert first_paint.stored(ROOT_URL, params=False) is None
+
+
+def test_the_folder_follows_the_environment(monkeypatch, tmp_path):
+    monkeypatch.delenv("POSVIZ_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert first_paint.folder() == tmp_path / "posviz"
+    monkeypatch.setenv("POSVIZ_CACHE_DIR", "~/elsewhere")
+    assert str(first_paint.folder()).endswith("/elsewhere") and "~" not in str(first_paint.folder())
+
+
+@pytest.mark.browser
+def test_a_fresh_server_draws_the_stored_chart_then_the_page(bundled_lm, cache_dir, browser):  # noqa: F811
+    first_paint.store(bundled_lm)
+    log = ROOT / "artifacts" / "streamlit-first-paint.log"
+    with running_app(log, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", POSVIZ_CACHE_DIR=str(cache_dir)) as (base, _), \
+            new_page(browser, 1024, 768) as page:
+        page.goto(base + "/")
+        note = page.get_by_text("Starting: torch, transformers")
+        note.wait_for(state="visible")  # the warm-up takes seconds on 2 cores; the browser's first run comes before
+        page.locator(CHART).first.wait_for(state="visible")
+        assert page.locator('[data-testid="stMetric"]').count() == 0, log_tail(log)  # not the page yet
+        assert page.locator('[data-testid="stSidebarNav"]').is_hidden()  # no list of pages/ files meanwhile
+        page.locator(IDLE).wait_for(state="attached")
+        assert note.count() == 0, log_tail(log)
+        page.locator('[data-testid="stMetric"]').nth(9).wait_for(state="visible")  # the page's ten facts
+        assert page.locator('[data-testid="stSidebarNav"]').is_visible()
+        assert page.locator('[data-testid="stPlotlyChart"]').count() == 1
