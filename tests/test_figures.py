@@ -1,7 +1,9 @@
 """Figure builders: what reaches the browser is what is on screen, and the numbers survive."""
 
 import numpy as np
+import plotly.graph_objects as go
 import plotly.io as pio
+import pytest
 
 from posviz.views import figures
 from posviz.analysis.similarity import block_mean
@@ -112,6 +114,30 @@ def test_small_multiples_share_no_layout_between_figures():
     assert second.layout.xaxis2.showticklabels is False
     assert [a.text for a in second.layout.annotations][:4] == ["t0", "t1", "t2", "t3"]
     assert second.layout.template.to_plotly_json() == first.layout.template.to_plotly_json()
+
+
+@pytest.mark.parametrize("grid", [dict(rows=1, cols=2, subplot_titles=["left", "right<br>panel"], horizontal_spacing=0.2),
+                                  dict(rows=1, cols=2, column_widths=[0.9, 0.1], shared_yaxes=True,
+                                       horizontal_spacing=0.02),
+                                  dict(rows=2, cols=3, subplot_titles=list("abcdef"), vertical_spacing=0.1)])
+def test_subplots_lays_out_what_make_subplots_does_and_panels_take_its_axes(grid):
+    from plotly.subplots import make_subplots
+
+    from posviz.views import figures
+    from posviz.views.style import new_figure
+
+    theirs = make_subplots(figure=new_figure("T", height=400), **grid)
+    if theirs.layout.annotations:
+        figures.leave_room_for_tile_titles(theirs)
+    for _ in range(2):  # the second from the kept layout: the first figure's changes did not reach it
+        mine = figures._subplots(new_figure("T", height=400), **grid)
+        assert mine.to_dict()["layout"] == theirs.to_dict()["layout"]
+        mine.layout.xaxis.title = "changed"
+    count = grid["rows"] * grid["cols"]
+    for i in range(count):
+        theirs.add_trace(go.Scatter(y=[i]), row=i // grid["cols"] + 1, col=i % grid["cols"] + 1)
+        mine.add_trace(go.Scatter(y=[i], **figures._panel(i)))
+    assert [t.to_plotly_json() for t in mine.data] == [t.to_plotly_json() for t in theirs.data]
 
 
 def test_set_axes_sets_one_panel_or_every_axis_as_update_axes_does():
