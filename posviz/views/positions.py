@@ -84,7 +84,7 @@ def position_similarity(m: PositionMatrix, *, normalize: bool = False, clip: boo
     if values.ndim == 3:
         title += " (rows = queries, columns = keys)"
         fig = figures.small_multiples(values, [f"head {h}" for h in range(values.shape[0])], title,
-                                      names=("query", "key"))
+                                      names=("query", "key"), columns=figures.tile_columns(values.shape[0]))
         return View(fig, title, arrays)
     if normalize:
         title += " (÷ max)"
