@@ -25,14 +25,15 @@ from pathlib import Path
 
 from bench import LONG_TEXT, ROOT
 from bench.serve import read_events
+from posviz.app import first_paint
 from tests.support.browser import CHROMIUM_ARGS, chromium, free_port, log_tail, stop
 
 CHART = '[data-testid="stPlotlyChart"] .js-plotly-plot .main-svg'
 IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 FAILED = '[data-testid="stException"], [data-testid="stAlertContentError"]'
 TITLES_JS = "() => Array.from(document.querySelectorAll('.js-plotly-plot .gtitle'), e => e.textContent).join('|')"
-#: Bytes of the note above a stored first chart (posviz.app.first_paint.NOTE): it was shown.
-FIRST_PAINT = b"Starting: torch, transformers"
+#: Bytes of the note above a stored first chart: it was shown.
+FIRST_PAINT = first_paint.STORED_NOTE.encode()
 START_TIMEOUT_S = 120
 PAGE_TIMEOUT_MS = 180_000
 #: The app is "up" this long before the projection page is opened (the UMAP goal).
@@ -291,7 +292,7 @@ def first_start(browser, workdir: Path, cache: Path) -> dict:
     first chart in ``cache`` (``stored``), for the next start."""
     with app_server(workdir, cache=cache) as server, Tab.open(browser) as tab:
         first = tab.visit(server.base + "/")
-        stored = cache / "first-paint.json"
+        stored = cache / first_paint.FILE_NAME
         while not stored.exists() and time.perf_counter() < server.started + UP_S:
             time.sleep(0.1)
         return dict(first_chart_s=first["chart_at"] - server.started, first_paint=first["first_paint"],

@@ -56,7 +56,7 @@ def test_the_drawn_chart_is_the_stored_one(bundled_lm, cache_dir):
     at = AppTest.from_function(script, args=(doc,), default_timeout=TIMEOUT).run()
     assert [t.value for t in at.title] == ["Model"]
     assert at.markdown[0].value == "**all-MiniLM-L6-v2 (bundled)**"
-    assert [i.value for i in at.info] == [first_paint.NOTE]
+    assert [i.value for i in at.info] == [first_paint.NOTE + first_paint.STORED_NOTE]
     assert figures(at) == [doc["figure"]]
 
 
@@ -94,6 +94,17 @@ def test_a_folder_that_cannot_be_written_is_logged_not_raised(bundled_lm, tmp_pa
     assert first_paint.stored(ROOT_URL, params=False) is None
 
 
+def test_a_run_with_no_stored_chart_gets_the_note_alone():
+    def script():
+        from posviz.app import first_paint
+
+        first_paint.draw(None)
+
+    at = AppTest.from_function(script, default_timeout=TIMEOUT).run()
+    assert [i.value for i in at.info] == [first_paint.NOTE]
+    assert not at.title and not at.get("plotly_chart")
+
+
 def test_the_folder_follows_the_environment(monkeypatch, tmp_path):
     monkeypatch.delenv("POSVIZ_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
@@ -109,7 +120,7 @@ def test_a_fresh_server_draws_the_stored_chart_then_the_page(bundled_lm, cache_d
     with running_app(log, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", POSVIZ_CACHE_DIR=str(cache_dir)) as (base, _), \
             new_page(browser, 1024, 768) as page:
         page.goto(base + "/")
-        note = page.get_by_text("Starting: torch, transformers")
+        note = page.get_by_text(first_paint.STORED_NOTE.strip())
         note.wait_for(state="visible")  # the warm-up takes seconds on 2 cores; the browser's first run comes before
         page.locator(CHART).first.wait_for(state="visible")
         assert page.locator('[data-testid="stMetric"]').count() == 0, log_tail(log)  # not the page yet

