@@ -20,7 +20,8 @@ from pathlib import Path
 import posviz
 from bench.report import Results, log
 from tests.support.browser import log_tail, running_app
-from tests.support.load import CATEGORIES, PLAN, Hall, lecture_hall, percentile, students, warm_up
+from tests.support.load import (BUDGET, CATEGORIES, MARGIN, PLAN, Hall, lecture_hall, percentile, students,
+                                warm_up)
 from tests.support.tiny_models import build_tiny
 
 SECTION = "7 load"
@@ -28,12 +29,6 @@ SESSIONS = 24
 BROWSERS = 2
 HALL_S = 180.0
 FAMILIES = ("bert", "gpt2", "llama")
-#: The cache's budget: the bundled model (91 MB) and the tiny ones.
-BUDGET = 120 * 10**6
-#: Memory on top of the budget: per-session script state and widgets, forward-pass activations,
-#: figures and messages on their way to the sessions (measured: 140-200 MB of growth in all, cache
-#: included, with 24 sessions).
-MARGIN = 400 * 10**6
 GOAL_P95_S = 3.0
 #: The memory row's note: the server's RSS every this many seconds.
 EVERY_S = 30

@@ -9,6 +9,7 @@ from __future__ import annotations
 import gc
 import logging
 import threading
+import weakref
 from collections import OrderedDict
 from typing import Callable, NamedTuple
 
@@ -77,7 +78,11 @@ class ModelStore:
 
     At most :data:`MAX_MODELS` models and ``budget`` bytes of weights stay loaded: after each load
     the least recently used others are dropped (the newest always stays) and their memory is given
-    back. A caller that asks for a loaded model never waits behind another one's load; loads run
+    back. A dropped model that a run still holds is taken back, not loaded again, when its key is
+    asked for before that run lets it go: there is never more than one copy of a model in memory, so
+    a store that must drop models to fit (several sessions taking turns on more than ``budget``)
+    holds at most the models in use on top of ``budget``. A caller that asks for a loaded model
+    never waits behind another one's load; loads run
     one at a time, because transformers' loading is not thread-safe (it switches process-wide
     torch state while it builds a model on the meta device).
 
@@ -92,6 +97,7 @@ class ModelStore:
         self._lock = threading.Lock()
         self._loading = threading.Lock()
         self._entries: OrderedDict[ModelKey, _Entry] = OrderedDict()
+        self._dropped: weakref.WeakValueDictionary[ModelKey, LoadedModel] = weakref.WeakValueDictionary()
         self.budget = settings.cache_budget() if budget is None else budget
 
     def _entry(self, key: ModelKey) -> _Entry:
@@ -111,15 +117,18 @@ class ModelStore:
         entry = self._entry(key)
         with entry.lock:
             if entry.model is None:
-                try:
-                    with self._loading:
-                        entry.model = load_model(key.name, revision=key.revision, device=key.device,
-                                                 progress=progress, positions_only=key.positions_only)
-                except ModelLoadError:
-                    with self._lock:
-                        if self._entries.get(key) is entry:
-                            del self._entries[key]
-                    raise
+                with self._lock:
+                    entry.model = self._dropped.pop(key, None)  # still held by a run: taken back
+                if entry.model is None:
+                    try:
+                        with self._loading:
+                            entry.model = load_model(key.name, revision=key.revision, device=key.device,
+                                                     progress=progress, positions_only=key.positions_only)
+                    except ModelLoadError:
+                        with self._lock:
+                            if self._entries.get(key) is entry:
+                                del self._entries[key]
+                        raise
                 entry.bytes = entry.model.weight_bytes
                 self._evict(keep=key)
         return entry.model
@@ -141,7 +150,7 @@ class ModelStore:
                     break
                 if self._entries[key].model is not None:
                     LOG.info("dropping %s from the model cache", key)
-                    del self._entries[key]
+                    self._dropped[key] = self._entries.pop(key).model
         gc.collect()
         if torch.cuda.is_available():
             torch.cuda.empty_cache()

@@ -110,6 +110,23 @@ def test_store_keeps_count_and_bytes_bounded_and_frees_memory(tiny_path, tiny_lm
     assert store.get(keys[0]).encodings is store.get(keys[0]).encodings  # read once, kept with the model
 
 
+
+def test_store_takes_back_a_dropped_model_a_run_still_holds_instead_of_loading_a_second_copy(tiny_path, monkeypatch):
+    keys = [model_store.key_for(str(tiny_path(f))) for f in ("bert", "gpt2")]
+    loads = []
+    real_load = model_store.load_model
+    monkeypatch.setattr(model_store, "load_model", lambda name, **kw: loads.append(name) or real_load(name, **kw))
+    store = model_store.ModelStore(budget=1)  # room for one model only: each load drops the other
+    held = store.get(keys[0])  # as a run in flight holds its model
+    store.get(keys[1])
+    assert list(store.loaded()) == keys[1:]
+    assert store.get(keys[0]) is held  # the same object, not a second copy
+    assert loads == [keys[0].name, keys[1].name]
+    assert list(store.loaded()) == keys[:1]  # back in the store, the other dropped in turn
+    gc.collect()
+    store.get(keys[1])  # gpt2 was let go by every run meanwhile: loaded again
+    assert loads == [keys[0].name, keys[1].name, keys[1].name]
+
 def test_truncation_notice_counts_the_dropped_tokens(bundled_lm):
     text = "word " * 600
     at = open_page("input", {"text": text, "text_pair": "A short one"})

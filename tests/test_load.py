@@ -27,7 +27,7 @@ import pytest
 
 import posviz
 from tests.support.browser import ROOT, log_tail, running_app
-from tests.support.load import PLAN, lecture_hall, students, warm_up
+from tests.support.load import BUDGET, MARGIN, PLAN, lecture_hall, students, warm_up
 from tests.support.tiny_models import bundled_path
 
 pytestmark = [pytest.mark.browser, pytest.mark.load]
@@ -37,12 +37,6 @@ SESSIONS = 24
 BROWSERS = 2
 HALL_S = 35.0
 FAMILIES = ["bert", "gpt2", "llama"]
-#: The cache's budget: one bundled model (91 MB) and the tiny ones fit, not two bundled ones.
-BUDGET = 120 * 10**6
-#: Memory on top of the budget: per-session script state and widgets, forward-pass activations,
-#: figures and messages on their way to 24 sessions (measured peak growth over the warm server,
-#: cache included: 140-200 MB with 24 sessions, here and in the bench's 3 minutes).
-MARGIN = 400 * 10**6
 
 
 @contextlib.contextmanager

@@ -62,6 +62,15 @@ PLAN = (OPEN, *dict.fromkeys(a for page in ACTIONS.values() for a in page))
 REOPEN = 8
 #: The pause before each action, seconds (drawn uniformly).
 THINK_S = (2.0, 5.0)
+#: The model cache's budget of a hall (``POSVIZ_CACHE_BYTES``): one bundled model (91 MB) and tiny
+#: ones fit, not two bundled ones.
+BUDGET = 120 * 10**6
+#: Memory on top of ``BUDGET`` a hall may grow by: per-session script state and widgets, forward-pass
+#: activations, figures and messages on their way to 24 sessions, and a model the cache dropped
+#: while a run still held it (one copy at most: the store takes it back rather than load another).
+#: Measured peak growth over the warm server, cache included: 110-145 MB with 24 sessions taking
+#: turns on two bundled models (the test), 140-200 MB in the bench's 3 minutes.
+MARGIN = 300 * 10**6
 #: A Chromium student waits this long for the updated chart.
 BROWSER_TIMEOUT_MS = 90_000
 #: The last word of a student's sentence, one per sentence typed (each a single WordPiece token).
