@@ -56,7 +56,7 @@ else:
     with right:
         st.subheader(f"{axis.capitalize()} q against all")
         clip_state("q", 0, n - 1)
-        q = st.number_input("q", 0, n - 1, positions.default_q(encoding), **url("q"),
+        q = st.number_input(f"q (0–{n - 1})", 0, n - 1, positions.default_q(encoding), **url("q"),
                             help=f"Row number of the {axis}; with a stride, the nearest shown row is used.")
         show(positions.q_profile(caches.position_matrix(key, encoding.component, metric, 0, n - 1), q, head=head),
              recipe=recipe("q-profile", component=encoding.component, metric=metric, q=q, head=head))

@@ -106,7 +106,7 @@ def many_models(key: ModelKey, column, metric: str, where: str) -> None:
     st.subheader("Position q against all, every model")
     n = next(iter(table.matrices.values())).values.shape[0]
     clip_state("q", 0, n - 1)
-    q = st.number_input("q", 0, n - 1, profile_q(table), **url("q"))
+    q = st.number_input(f"q (0–{n - 1})", 0, n - 1, profile_q(table), **url("q"))
     grid, profiles = figure_views(table, q).values()
     with above:
         show(grid, model=FILE_PREFIX, recipe=recipe_of(table, grid.id, q), compared=table)

@@ -36,6 +36,7 @@ import asyncio
 import contextlib
 import os
 import random
+import re
 import statistics
 import time
 import urllib.parse
@@ -337,7 +338,7 @@ class _ChromiumActor(_Actor):
             await tab.keyboard.press("ArrowRight" if (self.layer, self.head)[action == "head slider"] else "ArrowLeft")
         else:
             box = tab.get_by_label("Sentence", exact=False).first if action == "type a sentence" else \
-                tab.get_by_label("q", exact=True)
+                tab.get_by_label(re.compile(r"^q \("))  # "q (0–511)"
             await box.fill(self.text if action == "type a sentence" else str(self.q))
             await box.press("Enter")
         try:
