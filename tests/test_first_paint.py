@@ -49,14 +49,24 @@ def test_the_drawn_chart_is_the_stored_one(bundled_lm, cache_dir):
     doc = first_paint.stored(ROOT_URL + "/", params=False)
 
     def script(doc):
+        import streamlit as st
+
         from posviz.app import first_paint
 
-        first_paint.draw(doc)
+        first_paint.draw(doc, st.sidebar.empty())
 
     at = AppTest.from_function(script, args=(doc,), default_timeout=TIMEOUT).run()
-    assert [t.value for t in at.title] == ["Model"]
-    assert at.markdown[0].value == "**all-MiniLM-L6-v2 (bundled)**"
-    assert [i.value for i in at.info] == [first_paint.NOTE + first_paint.STORED_NOTE]
+    page = open_page("model")  # the page that follows: the same head, the same chart
+    assert [t.value for t in at.title] == [t.value for t in page.title] == ["Model"]
+    assert [m.value for m in at.markdown][:2] == [m.value for m in page.markdown][:2] == [
+        "**all-MiniLM-L6-v2 (bundled)**", "**Positional scheme:** learned absolute position embeddings"]
+    drawn, facts = [(m.label, m.value) for m in at.metric], [(m.label, m.value) for m in page.metric]
+    assert [label for label, _ in drawn] == [label for label, _ in facts] and len(facts) == 10
+    assert [value for _, value in drawn] == [
+        "…" if label in ("Device", "Load time") else value for label, value in facts]  # those of one start pending
+    assert [x.value for x in at.latex] == [x.value for x in page.latex] and len(page.latex) == 1  # the formula
+    assert [c.value for c in at.main.caption] == [c.value for c in page.main.caption][:1]  # and its description
+    assert [i.value for i in at.sidebar.info] == [first_paint.NOTE + first_paint.STORED_NOTE] and not at.main.info
     assert figures(at) == [doc["figure"]]
 
 
@@ -98,7 +108,7 @@ def test_a_run_with_no_stored_chart_gets_the_note_alone():
     def script():
         from posviz.app import first_paint
 
-        first_paint.draw(None)
+        first_paint.draw(None, None)
 
     at = AppTest.from_function(script, default_timeout=TIMEOUT).run()
     assert [i.value for i in at.info] == [first_paint.NOTE]
@@ -123,10 +133,14 @@ def test_a_fresh_server_draws_the_stored_chart_then_the_page(bundled_lm, cache_d
         note = page.get_by_text(first_paint.STORED_NOTE.strip())
         note.wait_for(state="visible")  # the warm-up takes seconds on 2 cores; the browser's first run comes before
         page.locator(CHART).first.wait_for(state="visible")
-        assert page.locator('[data-testid="stMetric"]').count() == 0, log_tail(log)  # not the page yet
+        assert page.get_by_text("…", exact=True).count() == 2, log_tail(log)  # not the page yet: no load time
         assert page.locator('[data-testid="stSidebarNav"]').is_hidden()  # no list of pages/ files meanwhile
+        before = page.locator(CHART).first.bounding_box()
         page.locator(IDLE).wait_for(state="attached")
         assert note.count() == 0, log_tail(log)
-        page.locator('[data-testid="stMetric"]').nth(9).wait_for(state="visible")  # the page's ten facts
+        page.get_by_text("Load time").wait_for(state="visible")
+        assert page.get_by_text("…", exact=True).count() == 0
         assert page.locator('[data-testid="stSidebarNav"]').is_visible()
         assert page.locator('[data-testid="stPlotlyChart"]').count() == 1
+        after = page.locator(CHART).first.bounding_box()
+        assert abs(after["y"] - before["y"]) <= 2 and abs(after["width"] - before["width"]) <= 2, (before, after)

