@@ -16,8 +16,10 @@ appends one JSON line to that file per event:
 With ``POSVIZ_BENCH_PROFILE=<folder>`` each script run is also profiled (``cProfile``), its
 statistics written to ``<folder>/run-<n>.prof`` (for ``python -m pstats``).
 
-posviz is patched at the start of the first script run, where ``app.py`` imports it anyway, so
-the server's start-up costs what it costs without the wrapper.
+posviz's counted functions are patched at the start of each script run once their modules are
+imported (by the warm-up, or by the run before), never importing one itself: the server's start-up,
+and its first paint (:mod:`posviz.app.first_paint`), cost what they cost without the wrapper. The
+first runs of a fresh server are not counted; the reruns the bench counts come long after.
 """
 
 from __future__ import annotations
@@ -58,13 +60,13 @@ def _counting(name: str, fn):
 
 
 def _patch_posviz() -> None:
-    import importlib
-
+    """Count the calls of :data:`COUNTED` where their modules are imported and define them so far
+    (the warm-up may be importing one); the others are counted from a later run on. Nothing is imported here: a
+    run waits for the warm-up's imports only where ``app.py`` makes it wait, after its first paint."""
     for module_name, name in COUNTED:
-        module = importlib.import_module(module_name)
-        fn = getattr(module, name)
-        if not getattr(fn, "bench_counted", False):
-            setattr(module, name, _counting(name, fn))
+        fn = getattr(sys.modules.get(module_name), name, None)
+        if fn is not None and not getattr(fn, "bench_counted", False):
+            setattr(sys.modules[module_name], name, _counting(name, fn))
 
 
 def _patch_streamlit() -> None:
@@ -80,9 +82,8 @@ def _patch_streamlit() -> None:
     def _run_script(self, rerun_data):
         wall, start = time.time(), time.perf_counter()
         self.bench_finished = None
-        from posviz.app import gates, warmup
+        from posviz.app import warmup
 
-        gates.wait_for_imports()  # as app.py does: the warm-up imports the pages' modules, never beside a run
         _patch_posviz()  # (timed with the run)
         profile = cProfile.Profile() if PROFILE else None
         try:
