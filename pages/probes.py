@@ -34,8 +34,9 @@ st.caption("Wang & Chen, “What Do Position Embeddings Learn?” (EMNLP 2020). 
 c1, c2, c3 = st.columns([1, 1, 2])
 seed = int(c1.number_input("Seed", 0, 2**31 - 1, 0, **url("seed"),
                            help="Seeds the shuffle, the folds, the pairs and the random matrix."))
-pairs = int(c2.number_input("Pairs (relative probe)", 50, 4096, 512, step=64, **url("pairs"),
-                            help="The paper's code drew 512 pairs, without a seed."))
+pairs = int(c2.number_input("Pairs", 50, 4096, 512, step=64, **url("pairs"),
+                            help="Random pairs (i, j) of the relative-order probe; the paper's code drew 512, "
+                                 "without a seed."))
 regression = c3.radio("Regression (absolute probe)", REGRESSIONS, index=REGRESSIONS.index("ridge"), horizontal=True,
                       **url("regression"),
                       captions=[REGRESSION_CAPTIONS[r] for r in REGRESSIONS],
@@ -57,8 +58,10 @@ else:
                           caches.relative_probe(key, encoding.component, source, seed, pairs))
                  for source in views.SOURCES}
     st.dataframe(pd.DataFrame(views.probe_table(found, names, encoding, pairs)), hide_index=True, column_config={
-        "absolute MAE (positions)": st.column_config.NumberColumn(format="%.2f"),
-        "relative error rate": st.column_config.NumberColumn(format="%.3f")})
+        "absolute MAE (positions)": st.column_config.NumberColumn(
+            "absolute MAE", format="%.2f", help="The absolute probe's mean absolute error, in positions."),
+        "relative error rate": st.column_config.NumberColumn(
+            "relative error", format="%.3f", help="The relative-order probe's error rate; 0.5 is chance.")})
     st.caption(views.probe_caption(encoding, seed, pairs))
     show(views.probe_predictions({s: a for s, (a, _) in found.items()}, names, encoding.axis_label),
          recipe=recipe("probe-predictions", component=encoding.component, seed=seed, regression=regression))

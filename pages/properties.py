@@ -19,6 +19,11 @@ from posviz.recipes import recipe
 from posviz.views import properties as views
 from posviz.views.limits import MAX_IDENTICAL_LENGTH, MAX_POSITIONS
 
+#: The score table's headers, short enough for the table to fit beside the sidebar at 1024 px; each
+#: column's help is its full name (posviz.analysis.locality.ATTENTION_SCORES).
+SHORT_HEADERS = {"locality": "locality", "attention_symmetry": "symmetry", "monotonicity": "ρ",
+                 "translation_invariance": "η²", "symmetry": "S"}
+
 #: Defaults of the identical-word inputs: word tokens per input, words averaged over.
 LENGTH, WORDS = 64, 16
 
@@ -161,7 +166,9 @@ st.markdown(f"Wang et al.'s three properties use the definitions above with φ(x
 table = pd.DataFrame(views.score_rows(head, ref_scores, width))
 st.dataframe(table.style.format("{:.4f}", na_rep="n/a", subset=list(ATTENTION_SCORES.values())),
              hide_index=True, height=35 * (len(table) + 1) + 3,
-             column_config={"attention": st.column_config.TextColumn(width="medium")})
+             column_config={"attention": st.column_config.TextColumn(width="medium"),
+                            **{ATTENTION_SCORES[score]: st.column_config.NumberColumn(short, help=ATTENTION_SCORES[score])
+                               for score, short in SHORT_HEADERS.items()}})
 
 by_words = dict(words=words, length=length, keep_special=keep_special)
 show(views.identical_word_tiles(matrices, head, keep_special=keep_special, first=first),

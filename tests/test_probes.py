@@ -9,6 +9,8 @@ table and the figures hold the library's values, on the bundled model and on a t
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -138,6 +140,10 @@ def test_page_on_the_bundled_model(table, layers):
     at = open_page("probes")
     assert_clean(at, "probes")
     assert at.radio(key="regression").value == "ridge"  # least squares is worse than a guess on layers
+    assert at.number_input(key="pairs").label == "Pairs"  # one line, level with "Seed"
+    shown = json.loads(at.dataframe[0].proto.columns)
+    assert [shown[c]["label"] for c in ("absolute MAE (positions)", "relative error rate")] == [
+        "absolute MAE", "relative error"]  # the table fits beside the sidebar at 1024 px
     rows = _rows(at)
     noise = np.random.default_rng(0).standard_normal((512, 384)).astype(np.float32)
     expected = {"all-MiniLM-L6-v2 (bundled)": table, "sinusoid, width 384 (interleaved)": posviz.sinusoidal(512, 384),

@@ -8,6 +8,8 @@ and from the model's own ``output_attentions``.
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -304,6 +306,10 @@ def check_attention_figures(at, lm, grid: dict, profile: dict, width: int) -> np
     for name, label in loc.ATTENTION_SCORES.items():
         np.testing.assert_allclose(table[label].to_numpy()[:heads + 1], scores[name], atol=1e-9)
         assert table[label].to_numpy()[-1] == pytest.approx(float(loc.attention_scores(reference)[name]), abs=1e-9)
+    shown = json.loads(at.dataframe[0].proto.columns)  # short headers (the table fits at 1024 px), full names as help
+    assert {shown[label]["label"]: shown[label]["help"] for label in loc.ATTENTION_SCORES.values()} == {
+        "locality": "locality (Chen)", "symmetry": "symmetry (Chen)", "ρ": "monotonicity ρ",
+        "η²": "translation invariance η²", "S": "symmetry S"}
     return expected
 
 
