@@ -61,8 +61,9 @@ def _counting(name: str, fn):
 
 def _patch_posviz() -> None:
     """Count the calls of :data:`COUNTED` where their modules are imported and define them so far
-    (the warm-up may be importing one); the others are counted from a later run on. Nothing is imported here: a
-    run waits for the warm-up's imports only where ``app.py`` makes it wait, after its first paint."""
+    (the warm-up may be importing one); the others are counted from a later run on. Nothing is
+    imported here: a run waits for the warm-up's imports only where ``app.py`` makes it wait, after
+    its first paint."""
     for module_name, name in COUNTED:
         fn = getattr(sys.modules.get(module_name), name, None)
         if fn is not None and not getattr(fn, "bench_counted", False):

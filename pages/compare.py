@@ -76,5 +76,6 @@ else:
 
     st.subheader("Position q against all, both")
     clip_state("q", first, last)
-    q = st.number_input(f"q ({first}–{last})", first, last, min(max(positions.default_q(encoding), first), last), **url("q"))
+    q = st.number_input(f"q ({first}–{last})", first, last, min(max(positions.default_q(encoding), first), last),
+                        **url("q"))
     show(compare.profiles((mine, theirs), names, metric, q))

@@ -25,7 +25,7 @@ if lm.layer_strip:
 
 for encoding in lm.encodings:
     if encoding.component:
-        st.subheader(encoding.component[:1].upper() + encoding.component[1:])  # "1-D positions" stays so
+        st.subheader(model_facts.component_title(encoding.component))
     explain(encoding)
     view = positions.signature(encoding)
     if view is not None:

@@ -164,11 +164,11 @@ st.markdown(f"Wang et al.'s three properties use the definitions above with φ(x
             + f". The reference row is the sinusoid of width {width} attending by position alone, "
               "M = softmax(P·Pᵀ / √d) row by row.")
 table = pd.DataFrame(views.score_rows(head, ref_scores, width))
+headers = {ATTENTION_SCORES[score]: st.column_config.NumberColumn(short, help=ATTENTION_SCORES[score])
+           for score, short in SHORT_HEADERS.items()}
 st.dataframe(table.style.format("{:.4f}", na_rep="n/a", subset=list(ATTENTION_SCORES.values())),
              hide_index=True, height=35 * (len(table) + 1) + 3,
-             column_config={"attention": st.column_config.TextColumn(width="medium"),
-                            **{ATTENTION_SCORES[score]: st.column_config.NumberColumn(short, help=ATTENTION_SCORES[score])
-                               for score, short in SHORT_HEADERS.items()}})
+             column_config={"attention": st.column_config.TextColumn(width="medium"), **headers})
 
 by_words = dict(words=words, length=length, keep_special=keep_special)
 show(views.identical_word_tiles(matrices, head, keep_special=keep_special, first=first),

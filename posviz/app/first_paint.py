@@ -6,13 +6,14 @@ bundled model before any page can run; a bare Streamlit page has drawn its chart
 warm-up (:mod:`posviz.app.warmup`) has loaded the bundled model, it stores (:func:`store`) the
 model page's first chart of it: the figure's JSON as the page sends it, its plotly.js config and
 aspect, with the page's head above it (the model's facts, :mod:`posviz.app.model_facts`, those of
-one start left pending), in ``first-paint.json`` of the cache folder (:func:`folder`), under a key of everything the
-figure is made from (:func:`key`: posviz's source files, the versions of the libraries that compute
+one start left pending), in ``first-paint.json`` of the cache folder (:func:`folder`), under a key
+of everything the figure is made from (:func:`key`: posviz's source files, the versions of the libraries that compute
 and draw it, and of the bundled model's package). A later fresh server shows it
 (:func:`shown_while_starting`) to a visitor of the model page (the app's root, no URL parameters)
 whose script run waits for the warm-up, with a note in the sidebar that the app is starting (any
-other waiting run gets the note alone, on the page), and removes it once the page itself can be drawn. It is the same figure, not a picture of it; with no stored chart, or
-one of another key, the visitor waits as before. The Docker image stores it at build time.
+other waiting run gets the note alone, on the page), and removes it once the page itself can be
+drawn. It is the same figure, not a picture of it; with no stored chart, or one of another key, the
+visitor waits as before. The Docker image stores it at build time.
 
 Nothing here imports torch or transformers: the point is to draw before they are imported.
 """
@@ -95,7 +96,7 @@ def first_view(lm: LoadedModel) -> tuple[list[list[str | None]], View] | None:
         return [["Layer by layer", None, None]], positions.layer_strip(lm.layer_strip)
     above = []
     for encoding in lm.encodings:
-        subheader = encoding.component[:1].upper() + encoding.component[1:] if encoding.component else None
+        subheader = model_facts.component_title(encoding.component) if encoding.component else None
         above.append([subheader, encoding.formula, encoding.describe()])
         view = positions.signature(encoding)
         if view is not None:
@@ -142,8 +143,8 @@ def stored(url: str | None, params: bool) -> dict | None:
         ``key``, ``model`` (the bundled model's name), ``facts`` (the model page's facts,
         :func:`posviz.app.model_facts.kept`, as [label, value] lists), ``scheme`` (its scheme's
         label), ``above`` (what the page draws between its head and the chart, as
-        :func:`first_view` returns it), ``figure`` (plotly JSON), ``config`` (plotly.js config) and ``aspect`` (width ÷
-        height, or None).
+        :func:`first_view` returns it), ``figure`` (plotly JSON), ``config`` (plotly.js config)
+        and ``aspect`` (width ÷ height, or None).
     """
     if url is None or params:
         return None

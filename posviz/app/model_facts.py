@@ -61,6 +61,12 @@ def header(name: str, shown: list[tuple[str, str]], scheme: str) -> None:
     st.markdown(f"**Positional scheme:** {scheme}")
 
 
+def component_title(component: str) -> str:
+    """The subheader of one component of a model's positions (``"1-D positions"`` stays so, a first
+    letter is capitalised and nothing else changes: ``"text tower"`` → ``"Text tower"``)."""
+    return component[:1].upper() + component[1:]
+
+
 def scheme_text(formula: str | None, description: str) -> None:
     """Draw a positional scheme's formula (LaTeX, where it has one) and its description with its
     sources (:meth:`posviz.positions.PositionEncoding.describe`) in small type."""
