@@ -39,14 +39,15 @@ def test_first_visits_after_the_warm_up_compute_nothing(monkeypatch):
     assert calls == [], f"the first visits computed {calls}: the warm-up's defaults are not the pages'"
 
 
-def test_app_py_is_an_st_app_with_the_warm_up_as_its_lifespan():
+def test_app_py_is_an_st_app_with_the_warm_up_as_its_lifespan_and_the_preload_as_its_middleware():
     from streamlit.web.server.app_discovery import discover_asgi_app
 
     found = discover_asgi_app(APP)
     assert found.is_asgi_app and found.import_string == "app:app"
     calls = [node for node in ast.walk(ast.parse(APP.read_text())) if isinstance(node, ast.Call)
              and getattr(node.func, "attr", "") == "App"]
-    assert [kw.arg for kw in calls[0].keywords] == ["lifespan"]
+    assert {kw.arg: ast.unparse(kw.value) for kw in calls[0].keywords} == {
+        "lifespan": "warmup.lifespan", "middleware": "[Middleware(Preload)]"}
 
 
 @pytest.mark.parametrize("stage", ["imported", "libraries"])

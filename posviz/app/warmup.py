@@ -7,8 +7,10 @@ background thread that, in this order,
 1. imports what the first chart needs (torch, transformers, plotly, posviz's pages' modules),
 2. loads the bundled model into the process's model store,
 3. stores the model page's first chart of the bundled model on disk, for the first visitor of a
-   later fresh server (:mod:`posviz.app.first_paint`), and computes the bundled model's default
-   views, the same cached calls the pages make with their defaults (:func:`default_views`),
+   later fresh server (:mod:`posviz.app.first_paint`), looks up the browser that exports charts
+   as pictures (:func:`posviz.export.find_browser`, for the pages' download rows), and computes the
+   bundled model's default views, the same cached calls the pages make with their defaults
+   (:func:`default_views`),
 4. imports scikit-learn, SciPy and umap-learn, its numba code compiled or read from numba's disk
    cache (:func:`posviz.analysis.projection.umap_module`), and computes the default projection,
 5. moves every object made so far to the garbage collector's permanent generation
@@ -137,6 +139,10 @@ def _run() -> None:
         gates.after_visitors()
         first_paint.store(caches.loaded_model(BUNDLED))
         _stage("first paint", began)
+        from posviz import export
+
+        export.find_browser()  # the download rows' browser lookup (choreographer's import): not in a first visit
+        _stage("export browser", began)
         for name, view in default_views():
             gates.after_visitors()
             view()
