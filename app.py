@@ -4,11 +4,10 @@ Streamlit reads this file in two ways. ``streamlit run`` finds the ``st.App`` be
 with uvicorn: its lifespan starts the warm-up (:mod:`posviz.app.warmup`) before the first
 connection is served, and its middleware names the chart code in the page's headers, for the
 browser to fetch while it loads the rest (:mod:`posviz.app.preload`); the module is then imported
-as ``app``. Each script run of a visitor
-executes it as ``__main__``: the navigation and the chosen page (:func:`posviz.app.navigation.main`),
-once the warm-up has imported the pages' modules (AppTest, which has no lifespan, starts the
-warm-up here); a visitor of the model page waiting for that sees the chart an earlier start stored
-(:mod:`posviz.app.first_paint`).
+as ``app``. Each script run of a visitor executes it as ``__main__``: the navigation and the
+chosen page (:func:`posviz.app.navigation.main`), once the warm-up has imported the pages'
+modules (AppTest, which has no lifespan, starts the warm-up here); a visitor of the model page
+waiting for that sees the chart an earlier start stored (:mod:`posviz.app.first_paint`).
 """
 
 import streamlit as st

@@ -30,6 +30,12 @@ def module_paths(static_dir: str | None = None) -> list[str]:
     static_dir : str, optional
         The frontend build's folder; default the installed Streamlit's
         (``streamlit.file_util.get_static_dir()``).
+
+    Returns
+    -------
+    list of str
+        At most one path per module, in the order of :data:`MODULES` (the first by name where a
+        build had several); nothing is raised for a missing folder.
     """
     if static_dir is None:
         from streamlit import file_util
