@@ -302,7 +302,8 @@ def check_attention_figures(at, lm, grid: dict, profile: dict, width: int) -> np
     np.testing.assert_allclose(arr(profile["data"][-1]["y"]), pr.proximity_by_offset(reference, signed=True)[1],
                                atol=1e-6)
     table = at.dataframe[0].value
-    assert len(table) == heads + 2
+    assert list(table["attention"]) == [f"head {h}" for h in range(heads)] + [  # short enough for 1024 px
+        "mean of the heads' attention", f"sinusoid, width {width}"]
     for name, label in loc.ATTENTION_SCORES.items():
         np.testing.assert_allclose(table[label].to_numpy()[:heads + 1], scores[name], atol=1e-9)
         assert table[label].to_numpy()[-1] == pytest.approx(float(loc.attention_scores(reference)[name]), abs=1e-9)

@@ -112,7 +112,7 @@ def score_rows(scores: dict[str, np.ndarray], reference: dict[str, np.ndarray], 
     """
     heads = len(next(iter(scores.values()))) - 1
     rows = [f"head {h}" for h in range(heads)] + ["mean of the heads' attention",
-                                                  f"sinusoid, width {width}: softmax(P·Pᵀ/√d)"]
+                                                  f"sinusoid, width {width}"]  # its formula: the page's text
     return {"attention": rows, **{label: list(np.concatenate([scores[name], [reference[name]]]))
                                   for name, label in ATTENTION_SCORES.items()}}
 
