@@ -159,6 +159,9 @@ def test_slide_of_a_page_shows_the_views_named():
     # the heading is the first view's title and the model: the first figure repeats neither
     assert _slide_heading(at).count("P·Pᵀ, row q = 128 ÷ its max · all-MiniLM-L6-v2") == 1
     assert titles[0] == ""
+    # the caption: the views' sentences, then the model's, as sentences (no separator after a full stop)
+    (caption,) = [c.value for c in at.caption if "Model: " in c.value]
+    assert caption.endswith("positions. Model: all-MiniLM-L6-v2 (bundled)."), caption
 
 
 def test_lecture_step_past_the_end_says_so():

@@ -251,5 +251,7 @@ def draw(run: SlideRun, model: str, full_name: str, failure: str = "") -> None:
                                             "displayModeBar": False})  # no toolbar over a slide's titles
         caption = (slide.caption if slide is not None and slide.caption else
                    " ".join(view.caption for view in chosen if view.caption))
-        st.caption(caption + (" · " if caption else "") + f"Model: {full_name}.")
+        if caption and not caption.endswith((".", "!", "?")):
+            caption += "."  # a lecture's caption without a full stop, before the next sentence
+        st.caption(" ".join(filter(None, (caption, f"Model: {full_name}."))))
         _footer(run)
