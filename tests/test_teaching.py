@@ -164,6 +164,15 @@ def test_slide_of_a_page_shows_the_views_named():
     assert caption.endswith("positions. Model: all-MiniLM-L6-v2 (bundled)."), caption
 
 
+def test_lecture_caption_without_a_full_stop_gets_one(tmp_path):
+    path = tmp_path / "short.toml"
+    path.write_text('[[slides]]\npage = "model"\ncaption = "Look at position 127"\n', encoding="utf-8")
+    at = open_page("model", {"lecture": str(path)})
+    assert not at.exception, [e.value for e in at.exception]
+    (caption,) = [c.value for c in at.caption if "Model: " in c.value]
+    assert caption == "Look at position 127. Model: all-MiniLM-L6-v2 (bundled).", caption
+
+
 def test_lecture_step_past_the_end_says_so():
     at = open_page("model", {"lecture": "gallery", "step": "40"})
     assert not at.exception
