@@ -19,7 +19,7 @@ st.button("Present the lecture", icon=":material/slideshow:", type="primary", on
 
 for row in range(0, len(lecture.slides), 2):
     for column, (step, slide) in zip(st.columns(2, gap="large"), list(enumerate(lecture.slides))[row:row + 2]):
-        with column.container(border=True):
+        with column.container(border=True, height="stretch"):  # the cards of a row, one height
             st.page_link(f"pages/{slide.page}.py", label=f"**{slide.title}**", icon=":material/play_circle:",
                          query_params=link_params(slide.params))
             st.caption(slide.caption)

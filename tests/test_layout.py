@@ -78,6 +78,23 @@ def test_every_gallery_slide_holds(app_url, browser, size):
     assert not found, found
 
 
+#: The top and height (px) of each card of the Gallery: a column's bordered container (its first layout wrapper).
+CARDS_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stColumn"]')].map(column =>
+    [column.getBoundingClientRect().top, column.querySelector('[data-testid="stLayoutWrapper"]').getBoundingClientRect().height])"""
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_gallery_cards_of_a_row_are_one_height(app_url, browser, size):
+    with new_page(browser, *SIZES[size]) as page:
+        open_page(page, f"{app_url}/gallery", f"gallery-cards-{size}", LOG, chart=False)
+        cards = page.evaluate(CARDS_JS)
+    assert len(cards) == len(GALLERY.slides)
+    rows: dict[int, set[int]] = {}
+    for top, height in cards:
+        rows.setdefault(round(top), set()).add(round(height))
+    assert len(rows) == len(GALLERY.slides) // 2 and all(len(heights) == 1 for heights in rows.values()), rows
+
+
 def _arrive(page, step: int) -> None:
     """Wait until slide ``step`` of the Gallery is drawn, and check its URL and its charts."""
     slide = GALLERY.slides[step]
