@@ -18,6 +18,7 @@ import pytest
 from posviz.app.lectures import read
 from posviz.app.urls import EVERY_PAGE
 from posviz.loading import short_name
+from posviz.views.figures import TILE_MAX_PX
 from tests.support.browser import browser  # noqa: F401  the module's Chromium (a fixture)
 from tests.support.browser import CHART, IDLE, ROOT, full_screenshot, new_page, open_page, running_app
 from tests.support.layout import LAYOUT_PROBLEMS
@@ -93,6 +94,25 @@ def test_gallery_cards_of_a_row_are_one_height(app_url, browser, size):
     for top, height in cards:
         rows.setdefault(round(top), set()).add(round(height))
     assert len(rows) == len(GALLERY.slides) // 2 and all(len(heights) == 1 for heights in rows.values()), rows
+
+
+#: Of each chart of small multiples on the page (a second row of tiles): the side of a tile and the
+#: room between two rows of tiles (their titles'), pixels.
+TILES_JS = """() => [...document.querySelectorAll('.js-plotly-plot')].map(plot => plot._fullLayout)
+    .filter(layout => layout.yaxis4 && layout.yaxis.scaleanchor)
+    .map(layout => [layout.yaxis._length, layout.yaxis4._offset - layout.yaxis._offset - layout.yaxis._length])"""
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_rows_of_tiles_leave_room_for_their_titles_only(app_url, browser, size):
+    """The identical-word tiles of Properties (3 × 4, three lines of title each): at 1920 px no larger
+    than TILE_MAX_PX, so the rows of titles between them stay no taller than a few lines."""
+    with new_page(browser, *SIZES[size]) as page:
+        open_page(page, f"{app_url}/properties", f"tiles-{size}", LOG)
+        page.wait_for_timeout(1_000)
+        ((tile, gap),) = page.evaluate(TILES_JS)
+    assert 100 <= tile <= TILE_MAX_PX + 1, tile
+    assert 50 <= gap <= 160, gap  # three 13-pixel lines and their margins; 268 px at 1920 before the cap
 
 
 def _arrive(page, step: int) -> None:

@@ -13,7 +13,7 @@ from posviz import export, sidecar
 from posviz.app import layout, navigation
 from posviz.app.presentation import presenting, styled
 from posviz.recipes import Recipe
-from posviz.views.style import aspect_of, name_model
+from posviz.views.style import aspect_of, max_width_of, name_model
 from posviz.views.view import View
 
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ def show(view: View, *, model: str = "", recipe: Recipe | None = None, compared:
         return
     fig, config = chart_of(view, model)
     fig = styled(fig)
-    layout.chart(fig, config, aspect_of(fig))
+    layout.chart(fig, config, aspect_of(fig), max_width_of(fig))
     made, present = None, presenting()
     if recipe is not None and compared is not None:
         made = (lambda files: sidecar.build_comparison(compared, recipe, stem=view.stem, present=present,

@@ -70,16 +70,17 @@ def style(presenting: bool) -> None:
 
 
 @contextmanager
-def proportional(aspect: float) -> Iterator[None]:
+def proportional(aspect: float, max_width: int | None = None) -> Iterator[None]:
     """A container whose height follows its width (``aspect``: width ÷ height), for one figure drawn
     with ``height="stretch"``: at most 88 % of the window high where it is wider than high (a square
     heatmap fits the screen), as high as it needs where it is taller (small multiples, whose tiles
-    and their titles would otherwise be squeezed); on a slide, no wider than the slide's chart area
-    is high allows (a container query on that area)."""
+    and their titles would otherwise be squeezed), at most ``max_width`` pixels wide where given; on
+    a slide, no wider than the slide's chart area is high allows (a container query on that area)."""
     name = key("aspect")
     wrapper = f'[data-testid="stLayoutWrapper"]:has(> .st-key-{name})'
     tall = " max-height: none;" if aspect < 1 else ""  # taller than wide (small multiples): the page scrolls
-    st.html(f"<style>{wrapper} {{ aspect-ratio: {aspect};{tall} }} "  # on a slide: as wide as its height allows
+    capped = f" max-width: {max_width}px;" if max_width else ""
+    st.html(f"<style>{wrapper} {{ aspect-ratio: {aspect};{tall}{capped} }} "  # on a slide: as wide as its height allows
             f".st-key-posviz-slide-charts {wrapper} {{ width: min(100%, calc(100cqh * {aspect})); }}</style>")
     with st.container(key=name):
         yield
@@ -90,12 +91,13 @@ def page_config() -> None:
     st.set_page_config(page_title="posviz · position embeddings", page_icon=str(ICON), layout="wide")
 
 
-def chart(fig, config: dict, aspect: float | None) -> None:
+def chart(fig, config: dict, aspect: float | None, max_width: int | None = None) -> None:
     """Draw a plotly chart at full width with its own colours: ``fig`` a figure or its JSON as a dict,
     ``config`` its plotly.js config, ``aspect`` (width ÷ height) where its height follows its width
-    (in a :func:`proportional` container), else None (the figure's own height)."""
+    (in a :func:`proportional` container, at most ``max_width`` pixels wide), else None (the
+    figure's own height)."""
     if aspect:
-        with proportional(aspect):
+        with proportional(aspect, max_width):
             st.plotly_chart(fig, theme=None, config=config, height="stretch")
     else:
         st.plotly_chart(fig, theme=None, config=config)

@@ -291,6 +291,9 @@ def small_multiples(matrices: np.ndarray, titles: list[str], title: str, zmin: f
 
 #: The space between two columns of tiles of :func:`small_multiples`, a share of the plot's width.
 _TILE_SPACING = 0.02
+#: The largest side of a tile of :func:`small_multiples` in the app, pixels: the room left for the
+#: tile titles grows with the tiles, and is what three lines of them need at about this size.
+TILE_MAX_PX = 220
 
 
 @functools.lru_cache(maxsize=32)
@@ -310,8 +313,10 @@ def _tiles_layout(titles: tuple[str, ...], columns: int, notes: tuple[str, ...])
     tile = (1 - (columns - 1) * _TILE_SPACING) / columns
     gap = tile * (0.2 + 0.18 * lines)
     height = rows * tile + (rows - 1) * gap
-    # the figure: the plot some 0.8 of its width (the colour bar and the margins beside it), the title above it
-    fig = _subplots(new_figure("", height=None, notes=notes, aspect=round(1 / (0.8 * height + 0.1), 3)),
+    # the figure: the plot some 0.8 of its width (the colour bar and the margins beside it), the title
+    # above it; no wider than tiles of TILE_MAX_PX need (on a wide screen, rows of titles no taller than they need)
+    fig = _subplots(new_figure("", height=None, notes=notes, aspect=round(1 / (0.8 * height + 0.1), 3),
+                               max_width=round(TILE_MAX_PX / (0.8 * tile))),
                     rows=rows, cols=columns, subplot_titles=list(titles), horizontal_spacing=_TILE_SPACING,
                     vertical_spacing=gap / height)
     axes = {}

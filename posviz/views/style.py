@@ -91,8 +91,8 @@ def wrap(text: str, width: int) -> str:
     return "<br>".join(lines)
 
 
-def new_figure(title: str, height: int | None = 560, notes: Sequence[str] = (), aspect: float | None = None
-               ) -> go.Figure:
+def new_figure(title: str, height: int | None = 560, notes: Sequence[str] = (), aspect: float | None = None,
+               max_width: int | None = None) -> go.Figure:
     """An empty figure in posviz's look, its title wrapped and its notes as a subtitle.
 
     Parameters
@@ -108,10 +108,14 @@ def new_figure(title: str, height: int | None = 560, notes: Sequence[str] = (), 
         Width ÷ height of a figure whose height follows its width in the app (a heatmap with square
         cells: 1; small multiples: their columns ÷ rows), kept in ``layout.meta["aspect"]`` for the
         app's layout and for exports (:func:`aspect_of`).
+    max_width : int or None
+        Pixels the app draws a figure whose height follows its width at most wide (small multiples:
+        tiles no larger than their titles' room suits), kept in ``layout.meta["max_width"]``
+        (:func:`max_width_of`); None: as wide as its column.
     """
     fig = go.Figure(layout=dict(font=dict(size=FONT), margin=_MARGIN, colorway=QUALITATIVE, height=height,
                                 meta={"title": title, "subtitle": " · ".join(notes), "aspect": aspect,
-                                      "look": "screen"}))
+                                      "max_width": max_width, "look": "screen"}))
     assign_validated(fig.layout, template=TEMPLATE)
     _place_title(fig)
     return fig
@@ -245,6 +249,12 @@ def aspect_of(fig: go.Figure) -> float | None:
     """Width ÷ height of a figure whose height follows its width (:func:`new_figure`), or None."""
     meta = fig.layout.meta
     return meta.get("aspect") if isinstance(meta, dict) else None
+
+
+def max_width_of(fig: go.Figure) -> int | None:
+    """Pixels the app draws a figure at most wide (:func:`new_figure`), or None: its column's width."""
+    meta = fig.layout.meta
+    return meta.get("max_width") if isinstance(meta, dict) else None
 
 
 def set_axes(fig: go.Figure, axis: str, col: int | None = None, **props) -> None:
