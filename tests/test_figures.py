@@ -17,6 +17,20 @@ def test_block_mean_values_and_ragged_edge():
     np.testing.assert_allclose(reduced, [[3, 5, 6.5], [13, 15, 16.5], [20.5, 22.5, 24]])
 
 
+def test_block_mean_is_each_blocks_mean_over_its_cells_nan_left_out():
+    rng = np.random.default_rng(3)
+    a = rng.random((2, 3, 50, 47)).astype(np.float32)
+    a[0, 1, :7, :] = np.nan  # a row of blocks of NaN alone, and a block with one NaN cell
+    a[1, 2, 10, 3] = np.nan
+    reduced, f = block_mean(a, 8)
+    assert f == 7 and reduced.shape == (2, 3, 8, 7) and reduced.dtype == np.float32
+    assert np.isnan(reduced[0, 1, 0]).all() and np.isfinite(reduced[1, 2, 1, 0])
+    with np.errstate(invalid="ignore"), pytest.warns(RuntimeWarning, match="Mean of empty slice"):
+        expected = [[np.nanmean(a[..., 7 * i:7 * i + 7, 7 * j:7 * j + 7], axis=(-2, -1)) for j in range(7)]
+                    for i in range(8)]
+    np.testing.assert_allclose(reduced, np.moveaxis(np.array(expected), (0, 1), (-2, -1)), rtol=1e-6)
+
+
 def test_block_mean_leaves_small_matrices_alone():
     a = np.random.default_rng(0).random((3, 40, 40))
     reduced, f = block_mean(a, 96)
