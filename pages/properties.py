@@ -76,7 +76,7 @@ else:
                f"width ({width}{meaning}) over the same positions, the reference: its φ depends on the offset only.")
 
     def scores(label: str, mine_value: float, ref_value: float) -> None:
-        left, right, _ = st.columns([1, 1, 2])
+        left, right, _ = st.columns([3, 3, 4], vertical_alignment="bottom")  # values in line when a label wraps
         left.metric(f"{label}, {model_name}", number(mine_value))
         right.metric(f"{label}, {ref_name}", number(ref_value))
 

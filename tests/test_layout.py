@@ -115,6 +115,22 @@ def test_rows_of_tiles_leave_room_for_their_titles_only(app_url, browser, size):
     assert 50 <= gap <= 160, gap  # three 13-pixel lines and their margins; 268 px at 1920 before the cap
 
 
+#: The top of each metric's value on the page, pixels.
+METRIC_TOPS_JS = """() => [...document.querySelectorAll('[data-testid="stMetricValue"]')]
+    .map(value => value.getBoundingClientRect().top)"""
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_scores_side_by_side_stand_in_line(app_url, browser, size):
+    """Properties' scores, the model's beside the sinusoid's, three pairs: at 1024 px the model's label
+    wraps to two lines and the sinusoid's does not; each pair's values still stand on one line."""
+    with new_page(browser, *SIZES[size]) as page:
+        open_page(page, f"{app_url}/properties", f"scores-{size}", LOG)
+        tops = page.evaluate(METRIC_TOPS_JS)
+    assert len(tops) == 6, tops
+    assert all(abs(a - b) < 1 for a, b in zip(tops[::2], tops[1::2])), tops
+
+
 def _arrive(page, step: int) -> None:
     """Wait until slide ``step`` of the Gallery is drawn, and check its URL and its charts."""
     slide = GALLERY.slides[step]
