@@ -84,6 +84,22 @@ def test_query_params_restore_widgets(app_url, page):
     assert widget_value(page, "Sentence (segment A)") == "Hello world"
 
 
+def test_a_linked_sentence_stays_on_the_next_page(app_url, page):
+    """A sentence the link gave, never typed, is the sentence of the page the sidebar opens next, in
+    its field, its chart's tokens and its URL (Streamlit 1.67 alone drew the default sentence there)."""
+    open_page(page, app_url + "/attention?text=Ducks+swim+north&layer=2", "linked-sentence", LOG)
+    assert widget_value(page, "Sentence (segment A)") == "Ducks swim north"
+    page.locator('[data-testid="stSidebarNav"] a').filter(has_text="Input representation").first.click()
+    page.locator('[data-testid="stMain"] h1', has_text="Input representation").wait_for()
+    page.wait_for_function("() => new URLSearchParams(location.search).get('text') === 'Ducks swim north'")
+    page.locator(IDLE).wait_for(state="attached")
+    assert widget_value(page, "Sentence (segment A)") == "Ducks swim north"
+    ticks = page.evaluate(f"() => document.querySelector('{CHART}').closest('.js-plotly-plot')"
+                          ".layout.xaxis.ticktext")
+    assert ticks[:5] == ["[CLS]", "ducks", "swim", "north", "[SEP]"], ticks
+    assert_no_errors(page, page.url, "linked-sentence", LOG)
+
+
 def test_similarity_rotary_model(app_url, page, tiny_path):
     """The similarity page of a rotary model: the kernel K(m, n), its three charts and the formula."""
     folder = str(tiny_path("llama"))

@@ -13,6 +13,7 @@ import streamlit as st
 from posviz.app import layout, sidebar, slides
 from posviz.app.notices import page_failed, unusable_values
 from posviz.app.presentation import presenting
+from posviz.app.widgets import keep_linked_sentences
 from posviz.loading import LoadedModel
 from posviz.store import ModelKey
 
@@ -97,6 +98,7 @@ def main() -> None:
         _run.page = None
         with notes:
             unusable_values(linked, stem)
+        keep_linked_sentences(linked)
         if slide is not None:
             slides.draw(slide, shown.lm.short_name, shown.lm.name, shown.failure)
 

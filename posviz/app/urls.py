@@ -20,6 +20,10 @@ EVERY_PAGE = ("model", "gallery", "similarity", "projection", "input", "attentio
 _POSITION_PAGES = ("similarity", "projection", "compare", "probes", "properties")
 
 
+#: The sentences a link may give, each held by a text field (:func:`posviz.app.widgets.text_field`).
+SENTENCES = ("text", "text_pair", "target")
+
+
 @dataclass(frozen=True)
 class Param:
     """One query parameter.
@@ -225,3 +229,29 @@ def unusable(linked: dict[str, list[str]], state, page: str) -> list[tuple[str, 
         elif _as_url(state[name]) != list(given):
             found.append((name, ",".join(given), ",".join(_as_url(state[name]))))
     return found
+
+
+def carried(linked: dict[str, list[str]], state) -> dict[str, str]:
+    """The sentences of a link that no field took in this run (the page has none for them), to be
+    kept for the page that has.
+
+    Parameters
+    ----------
+    linked : dict of str to list of str
+        The URL's query parameters as the run began.
+    state : mapping
+        The session's values after the run (``st.session_state``).
+
+    Returns
+    -------
+    dict of str to str
+        Each parameter of :data:`SENTENCES` in ``linked`` and not in ``state``, with its (last) value.
+
+    Examples
+    --------
+    >>> carried({"text": ["Ducks swim"], "q": ["3"]}, {"q": 3})
+    {'text': 'Ducks swim'}
+    >>> carried({"text": ["Ducks swim"]}, {"text": "Geese fly"})
+    {}
+    """
+    return {name: linked[name][-1] for name in SENTENCES if name in linked and name not in state}

@@ -6,7 +6,7 @@ import streamlit as st
 
 from posviz import settings
 from posviz.app.notices import special_token_notice
-from posviz.app.urls import PARAMS
+from posviz.app.urls import PARAMS, carried
 from posviz.loading import LoadedModel
 from posviz.positions import PositionEncoding
 from posviz.tokenization import typed_special_tokens
@@ -32,10 +32,10 @@ def url(name: str) -> dict:
     return {"key": name, "bind": "query-params"}
 
 
-def release_bound_params() -> None:
-    """Unbind every widget of this session from the URL, so that ``st.switch_page(query_params=...)``
-    may write the parameters they held (the widgets bind again, seeded from the new URL, when they
-    are drawn on the page it opens).
+def release_bound_params(*names: str) -> None:
+    """Unbind every widget of this session from the URL (with ``names``, those of these parameters), so
+    that ``st.switch_page(query_params=...)`` or ``st.query_params`` may write the parameters they held
+    (the widgets bind again, seeded from the new URL, when they are drawn next).
 
     Streamlit 1.67 refuses to set or clear a parameter bound to a widget, and keeps a page's
     bindings into the next run, so without this a rerun cannot open another page with new
@@ -46,8 +46,9 @@ def release_bound_params() -> None:
 
     ctx = get_script_run_ctx()
     with ctx.session_state.query_params() as params:
-        for binding in list(params._bindings_by_param.values()):
-            params.unbind_widget(binding.widget_id)
+        for param, binding in list(params._bindings_by_param.items()):
+            if not names or param in names:
+                params.unbind_widget(binding.widget_id)
 
 
 def link_params(params: dict) -> dict:
@@ -87,12 +88,21 @@ def text_field(container, label: str, name: str, lm: LoadedModel | None = None, 
     """A text input bound to query parameter ``name``, its text cut to
     :func:`posviz.settings.max_text_chars` with a notice (the field keeps all that was typed or pasted).
 
+    The text stays from page to page, in the field and in the URL, a typed one and one the URL gave alike.
     A text longer than :data:`URL_TEXT_LIMIT` is kept out of the URL, with a notice that the page's
     link does not hold it. With ``lm``, a special token of its tokenizer typed into the text ("[SEP]",
     "<s>") gets a notice saying how the tokenizer took it
     (:func:`posviz.tokenization.typed_special_tokens`).
     """
-    too_long = len(st.session_state.get(name) or "") > URL_TEXT_LIMIT
+    kept = st.session_state.get(name)
+    too_long = len(kept or "") > URL_TEXT_LIMIT
+    if kept is not None and not too_long and kept != kwargs.get("value", "") and name not in st.query_params:
+        # the URL gave it on another page: Streamlit 1.67 leaves it out of this page's URL and draws the field
+        # with its default, though the session holds it (a typed text it keeps, in the field and the URL)
+        release_bound_params(name)
+        st.query_params[name] = kept
+        st.session_state[name] = kept
+        kwargs.pop("value", None)  # the session's value, not the default (a keyed field's identity is its key)
     text = container.text_input(label, **({"key": name} if too_long else url(name)), **kwargs)
     if too_long:
         st.caption(f"{label}: longer than a link carries ({URL_TEXT_LIMIT:,} characters), so this page's link does "
@@ -105,6 +115,14 @@ def text_field(container, label: str, name: str, lm: LoadedModel | None = None, 
     if lm is not None:
         special_token_notice(label, typed_special_tokens(lm, text))
     return text
+
+
+def keep_linked_sentences(linked: dict[str, list[str]]) -> None:
+    """Keep in the session the sentences of the link (``linked``: the URL's parameters as the run began)
+    that this page has no field for, so that the page opened next shows them (:func:`text_field`);
+    Streamlit 1.67 leaves them out of the URL on a page switch (:func:`posviz.app.urls.carried`)."""
+    for name, text in carried(linked, st.session_state).items():
+        st.session_state[name] = text
 
 
 def sentence_inputs(lm: LoadedModel) -> tuple[str, str | None]:

@@ -19,12 +19,8 @@ JavaScript error, no disconnect (*errors*); the sidebar says ``Showing <their mo
 tokens of the first chart (the input and attention pages: the tokens of the sentence) are those
 of their own sentence, which holds their number (*crossed*: another session's model or
 sentence); the charts are the updated ones: titles naming their layer and head, or their q, and
-the last word of their sentence among the tokens (*stale*). One more outcome is counted apart
-(*lost*): a sentence that came with the URL and was not typed since is dropped by a page switch,
-and the page shows the app's default sentence (Streamlit 1.67 filters the parameters bound to
-another page's widgets out of the URL on a page switch; a typed value is kept in the session).
-Until the student types a sentence, a page may show either (back on the attention page Chromium
-shows the URL's sentence again).
+the last word of their sentence among the tokens (*stale*).
+The sentence the URL gave is theirs until they type another, on every page they switch to.
 
 The server's memory (RSS) is sampled every second where its process is known. Times are
 ``time.perf_counter()`` seconds, sizes bytes.
@@ -42,13 +38,12 @@ import time
 import urllib.parse
 from dataclasses import dataclass, field
 
-from posviz.app.widgets import DEFAULT_TEXT
 from tests.support.browser import CHROMIUM_ARGS, ERROR_BOX, EXCEPTION, chromium
 from tests.support.streamlit_client import StreamlitSession
 
 OPEN = "open a page"
 #: What can go wrong in an interaction (see the module docstring).
-CATEGORIES = ("error", "crossed", "stale", "lost")
+CATEGORIES = ("error", "crossed", "stale")
 #: The actions a student can take on each page (besides opening the URL again).
 ACTIONS = {
     "attention": ("layer slider", "head slider", "type a sentence", "switch to input", "switch to similarity"),
@@ -77,9 +72,6 @@ BROWSER_TIMEOUT_MS = 90_000
 #: The last word of a student's sentence, one per sentence typed (each a single WordPiece token).
 WORDS = ("hello", "order", "position", "attention", "token", "layer", "model", "window", "sentence", "word")
 KINDS = ("websocket", "chromium")
-#: What a "lost" interaction saw (it is no error of the load: see the module docstring).
-LOST = ("the page shows the app's default sentence, not the one its URL gave: Streamlit 1.67 drops a value "
-        "that the URL gave a bound widget when the page is switched (a typed one is kept)")
 #: The sidebar's links to the pages.
 LINKS = {"attention": "Attention", "input": "Input representation", "similarity": "Position similarity"}
 # True once a Chromium page shows the script idle, every expected title and (if any given) one of
@@ -182,8 +174,7 @@ class Hall:
                              f"p95 {percentile(self.times(action), 95):.2f} s (n={len(self.times(action))})")
         lines.append("failures: " + ", ".join(f"{c} {len(self.failed(c))}" for c in CATEGORIES))
         lines += [f"  student {i.student.number} ({i.student.kind}), {i.action}: {i.category}: {i.problem}"
-                  for i in self.interactions if i.category not in ("", "lost")][:20]
-        lines += [f"  lost: {LOST}"] * bool(self.failed("lost"))
+                  for i in self.interactions if i.category][:20]
         if self.memory:
             lines.append("server RSS: " + " · ".join(f"{t:.0f} s {rss / 1e6:.0f} MB" for t, rss in self.memory[::30]))
         return "\n".join(lines)
@@ -222,7 +213,7 @@ def _judge(student: Student, seen: _Seen, titles: list[str], words: list[str]) -
     if missing or (words and not set(words) & set(seen.tokens)):
         return "stale", f"no chart {missing} / words {words}: titles {seen.titles}, tokens {seen.tokens}"
     if words and str(student.number) not in seen.tokens:
-        return "lost", LOST
+        return "stale", f"not the student's sentence: tokens {seen.tokens}"
     return "", ""
 
 
@@ -234,8 +225,6 @@ class _Actor:
         self.student, self.base = student, base
         self.home = HOMES[student.number % len(HOMES)]
         self.page, self.layer, self.head, self.q, self.typed = self.home, 0, 0, None, 0
-        # linked: the sentence came with the URL (not typed since); switched: a page switch since.
-        self.linked, self.switched = True, False
 
     @property
     def text(self) -> str:
@@ -251,27 +240,25 @@ class _Actor:
         """Note what ``action`` changes (before it is done: the client reads the new values)."""
         if action == OPEN:
             self.page, self.layer, self.head, self.q = self.home, 0, 0, None  # a new session
-            self.linked, self.switched = True, False
         elif action.startswith("switch to "):
-            self.page, self.switched = action.removeprefix("switch to "), True
+            self.page = action.removeprefix("switch to ")
         elif action == "layer slider":
             self.layer = 1 - self.layer
         elif action == "head slider":
             self.head = 1 - self.head
         elif action == "type a sentence":
-            self.typed, self.linked = self.typed + 1, False
+            self.typed += 1
         elif action == "set q":
             first = 3 + self.student.number % 20
             self.q = first if self.q != first else first + 1
 
     def expected(self) -> tuple[list[str], list[str]]:
         """Parts of the titles that the page should show now, and the words of which one should be
-        among its tokens (the last of the student's sentence; also the default's, where it may be lost)."""
+        among its tokens (the last of the student's sentence)."""
         if self.page == "similarity":
             return ["row q = " if self.q is None else f"row q = {self.q} "], []
         titles = [f"Layer {self.layer}, head {self.head}"] if self.page == "attention" else ["Norm of each part"]
-        words = [self.text.split()[-1]]
-        return titles, words + [DEFAULT_TEXT.split()[-1]] * (self.linked and self.switched)
+        return titles, [self.text.split()[-1]]
 
     async def act(self, action: str) -> tuple[float, _Seen]:
         """Do ``action`` (after :meth:`did`); its time and what it showed."""
@@ -383,7 +370,7 @@ async def _student(actor: _Actor, deadline: float, record: list[Interaction]) ->
             choices = ACTIONS[actor.page]
             action = OPEN if step % REOPEN == 0 else choices[(actor.student.number // len(HOMES) + step) % len(choices)]
             record.append(await _interact(actor, action))
-            step = 0 if record[-1].category not in ("", "lost") else step + 1
+            step = 0 if record[-1].category else step + 1
             await asyncio.sleep(rng.uniform(*THINK_S))
     finally:
         await actor.close()
@@ -442,7 +429,7 @@ def warm_up(base: str, models: list[str]) -> list[str]:
         try:
             for action in walk:
                 done = await _interact(actor, action)
-                if done.category not in ("", "lost"):  # the next actions depend on this one
+                if done.category:  # the next actions depend on this one
                     return [f"{action}: {done.category}: {done.problem}"]
         finally:
             await actor.close()
