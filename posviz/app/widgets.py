@@ -97,8 +97,8 @@ def text_field(container, label: str, name: str, lm: LoadedModel | None = None, 
     kept = st.session_state.get(name)
     too_long = len(kept or "") > URL_TEXT_LIMIT
     if kept is not None and not too_long and kept != kwargs.get("value", "") and name not in st.query_params:
-        # the URL gave it on another page: Streamlit 1.67 leaves it out of this page's URL and draws the field
-        # with its default, though the session holds it (a typed text it keeps, in the field and the URL)
+        # the URL gave it on another page (to its field, or to keep_linked_sentences): Streamlit 1.67 leaves it
+        # out of this page's URL and draws the field with its default, though the session holds it
         release_bound_params(name)
         st.query_params[name] = kept
         st.session_state[name] = kept
