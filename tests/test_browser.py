@@ -100,6 +100,25 @@ def test_a_linked_sentence_stays_on_the_next_page(app_url, page):
     assert_no_errors(page, page.url, "linked-sentence", LOG)
 
 
+def _open_from_sidebar(page, label: str, heading: str) -> None:
+    page.locator('[data-testid="stSidebarNav"] a').filter(has_text=label).first.click()
+    page.locator('[data-testid="stMain"] h1', has_text=heading).wait_for()
+    page.locator(IDLE).wait_for(state="attached")
+
+
+def test_a_linked_empty_second_sentence_stays_in_the_link(app_url, page):
+    """A link's empty second sentence (``text_pair=``, no segment B) is still empty, in the field and in
+    the URL, after a page with no sentence field: the page's link shares the input as shown (it once
+    lost ``text_pair=``, and the link then opened with the default second sentence)."""
+    open_page(page, app_url + "/attention?text=Ducks+swim+north&text_pair=", "linked-empty-pair", LOG)
+    _open_from_sidebar(page, "Position similarity", "Position similarity")
+    _open_from_sidebar(page, "Input representation", "Input representation")
+    page.wait_for_function("() => new URLSearchParams(location.search).get('text') === 'Ducks swim north'")
+    assert widget_value(page, "Second sentence (segment B, optional)") == ""
+    assert urllib.parse.parse_qs(urllib.parse.urlsplit(page.url).query, keep_blank_values=True)["text_pair"] == [""]
+    assert_no_errors(page, page.url, "linked-empty-pair", LOG)
+
+
 def test_similarity_rotary_model(app_url, page, tiny_path):
     """The similarity page of a rotary model: the kernel K(m, n), its three charts and the formula."""
     folder = str(tiny_path("llama"))

@@ -88,7 +88,8 @@ def text_field(container, label: str, name: str, lm: LoadedModel | None = None, 
     """A text input bound to query parameter ``name``, its text cut to
     :func:`posviz.settings.max_text_chars` with a notice (the field keeps all that was typed or pasted).
 
-    The text stays from page to page, in the field and in the URL, a typed one and one the URL gave alike.
+    The text stays from page to page, in the field and in the URL, a typed one and one the URL gave alike
+    (an emptied field too: ``text_pair=`` in the URL).
     A text longer than :data:`URL_TEXT_LIMIT` is kept out of the URL, with a notice that the page's
     link does not hold it. With ``lm``, a special token of its tokenizer typed into the text ("[SEP]",
     "<s>") gets a notice saying how the tokenizer took it
@@ -96,6 +97,7 @@ def text_field(container, label: str, name: str, lm: LoadedModel | None = None, 
     """
     kept = st.session_state.get(name)
     too_long = len(kept or "") > URL_TEXT_LIMIT
+    emptied = kept == "" and bool(kwargs.get("value")) and name not in st.query_params  # a default the link emptied
     if kept is not None and not too_long and kept != kwargs.get("value", "") and name not in st.query_params:
         # the URL gave it on another page (to its field, or to keep_linked_sentences): Streamlit 1.67 leaves it
         # out of this page's URL and draws the field with its default, though the session holds it
@@ -104,6 +106,11 @@ def text_field(container, label: str, name: str, lm: LoadedModel | None = None, 
         st.session_state[name] = kept
         kwargs.pop("value", None)  # the session's value, not the default (a keyed field's identity is its key)
     text = container.text_input(label, **({"key": name} if too_long else url(name)), **kwargs)
+    if emptied and text == "":
+        # the field's default is then the empty text (above), which Streamlit leaves out of the URL: the link
+        # would open with the page's default sentence; said unbound, as the session holds it
+        release_bound_params(name)
+        st.query_params[name] = ""
     if too_long:
         st.caption(f"{label}: longer than a link carries ({URL_TEXT_LIMIT:,} characters), so this page's link does "
                    "not hold it; share the text itself.")
