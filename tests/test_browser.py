@@ -84,26 +84,25 @@ def test_query_params_restore_widgets(app_url, page):
     assert widget_value(page, "Sentence (segment A)") == "Hello world"
 
 
+def _open_from_sidebar(page, label: str, heading: str) -> None:
+    """Click the sidebar's link ``label``; wait for the page titled ``heading`` to finish its run."""
+    page.locator('[data-testid="stSidebarNav"] a').filter(has_text=label).first.click()
+    page.locator('[data-testid="stMain"] h1', has_text=heading).wait_for()
+    page.locator(IDLE).wait_for(state="attached")
+
+
 def test_a_linked_sentence_stays_on_the_next_page(app_url, page):
     """A sentence the link gave, never typed, is the sentence of the page the sidebar opens next, in
     its field, its chart's tokens and its URL (Streamlit 1.67 alone drew the default sentence there)."""
     open_page(page, app_url + "/attention?text=Ducks+swim+north&layer=2", "linked-sentence", LOG)
     assert widget_value(page, "Sentence (segment A)") == "Ducks swim north"
-    page.locator('[data-testid="stSidebarNav"] a').filter(has_text="Input representation").first.click()
-    page.locator('[data-testid="stMain"] h1', has_text="Input representation").wait_for()
+    _open_from_sidebar(page, "Input representation", "Input representation")
     page.wait_for_function("() => new URLSearchParams(location.search).get('text') === 'Ducks swim north'")
-    page.locator(IDLE).wait_for(state="attached")
     assert widget_value(page, "Sentence (segment A)") == "Ducks swim north"
     ticks = page.evaluate(f"() => document.querySelector('{CHART}').closest('.js-plotly-plot')"
                           ".layout.xaxis.ticktext")
     assert ticks[:5] == ["[CLS]", "ducks", "swim", "north", "[SEP]"], ticks
     assert_no_errors(page, page.url, "linked-sentence", LOG)
-
-
-def _open_from_sidebar(page, label: str, heading: str) -> None:
-    page.locator('[data-testid="stSidebarNav"] a').filter(has_text=label).first.click()
-    page.locator('[data-testid="stMain"] h1', has_text=heading).wait_for()
-    page.locator(IDLE).wait_for(state="attached")
 
 
 def test_a_linked_empty_second_sentence_stays_in_the_link(app_url, page):

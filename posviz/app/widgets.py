@@ -107,8 +107,8 @@ def text_field(container, label: str, name: str, lm: LoadedModel | None = None, 
         kwargs.pop("value", None)  # the session's value, not the default (a keyed field's identity is its key)
     text = container.text_input(label, **({"key": name} if too_long else url(name)), **kwargs)
     if emptied and text == "":
-        # the field's default is then the empty text (above), which Streamlit leaves out of the URL: the link
-        # would open with the page's default sentence; said unbound, as the session holds it
+        # its default was then the empty text (above), and Streamlit leaves a default out of the URL: the
+        # link would open with the page's default sentence. Written unbound (the session keeps the field's value).
         release_bound_params(name)
         st.query_params[name] = ""
     if too_long:
