@@ -11,7 +11,8 @@ the data) is from the format's specification, github.com/huggingface/safetensors
 
 On a link of 20 ms round trips every request costs more than its bytes, so positions only asks
 the Hub four times for a single-file checkpoint: the file list, ``config.json``, the header
-and the tensor (:func:`fetch` saves the HEAD request ``hf_hub_download`` makes first).
+and the tensor (:func:`fetch` saves the HEAD request ``hf_hub_download`` makes first). Where the
+Hub sends the header's read on to its CDN, the tensor's read goes to the CDN's URL directly.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import struct
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx2
 import torch
@@ -34,7 +36,7 @@ from huggingface_hub import (
     hf_hub_url,
     try_to_load_from_cache,
 )
-from huggingface_hub.errors import OfflineModeIsEnabled
+from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
 from huggingface_hub.file_download import repo_folder_name
 from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
 from safetensors.torch import load as load_safetensors
@@ -160,9 +162,11 @@ def _cache_write(repo_id: str, relative: Path, data: bytes) -> str:
     return str(path)
 
 
-def _get(repo_id: str, filename: str, commit: str, start: int | None = None, end: int | None = None) -> bytes:
-    """A Hub file's bytes, all or ``start .. end - 1``, in one GET on its resolve URL, with
-    huggingface_hub's session, headers (token) and errors.
+def _get(url: str, start: int | None = None, end: int | None = None) -> tuple[bytes, str]:
+    """The bytes at ``url``, all or ``start .. end - 1``, in one GET with huggingface_hub's session
+    and errors, and the URL that served them: the Hub sends reads of a file stored with Xet or LFS
+    on to its CDN, a signed URL for a while valid. huggingface_hub's headers (its token) go to the
+    Hub's own host only; to the CDN's, as httpx does on a redirect to another host, none.
 
     Raises
     ------
@@ -171,16 +175,17 @@ def _get(repo_id: str, filename: str, commit: str, start: int | None = None, end
     CheckpointError
         When a byte range was asked for and the server sent the whole file.
     """
-    headers = build_hf_headers()
+    on_hub = urlsplit(url).netloc == urlsplit(constants.ENDPOINT).netloc
+    headers = build_hf_headers() if on_hub else {}
     if start is not None:
         headers["Range"] = f"bytes={start}-{end - 1}"
-    with get_session().stream("GET", hf_hub_url(repo_id, filename, revision=commit), headers=headers) as response:
+    with get_session().stream("GET", url, headers=headers) as response:
         if response.status_code >= 400:
             response.read()
             hf_raise_for_status(response)
         if start is not None and response.status_code != 206:
-            raise CheckpointError(f"the server sent the whole of {filename} instead of a byte range")
-        return response.read()
+            raise CheckpointError(f"the server sent the whole of {url} instead of a byte range")
+        return response.read(), str(response.url)
 
 
 def fetch(repo_id: str, filename: str, files: WeightFiles) -> str:
@@ -212,7 +217,8 @@ def fetch(repo_id: str, filename: str, files: WeightFiles) -> str:
     found = try_to_load_from_cache(repo_id, filename, revision=files.commit)
     if isinstance(found, str):
         return found
-    return _cache_write(repo_id, Path("snapshots", files.commit, filename), _get(repo_id, filename, files.commit))
+    data, _ = _get(hf_hub_url(repo_id, filename, revision=files.commit))
+    return _cache_write(repo_id, Path("snapshots", files.commit, filename), data)
 
 
 class Checkpoint:
@@ -245,6 +251,7 @@ class Checkpoint:
         self.offline = files is None
         self._headers: dict[str, tuple[dict, int]] = {}
         self._starts: dict[str, bytes] = {}  # file name -> its first bytes, read with the header
+        self._served: dict[str, str] = {}  # file name -> the URL its last read came from (the CDN's)
         if self.offline:
             if not (self._on_disk(SAFETENSORS_SINGLE) or self._on_disk(SAFETENSORS_INDEX)):
                 raise CheckpointError("the Hub cannot be reached and the local cache holds none of its weights")
@@ -285,7 +292,18 @@ class Checkpoint:
         head = known[start:end]
         if start + len(head) >= end or (known and len(known) < HEADER_READ):  # all there, or the file ends
             return head
-        return head + _get(self.name, filename, self.revision, start + len(head), end)
+        return head + self._get_range(filename, start + len(head), end)
+
+    def _get_range(self, filename: str, start: int, end: int) -> bytes:
+        """Bytes ``start .. end - 1`` of a Hub file in one request: at the URL its last read came from
+        (the CDN's, where the Hub redirected it: a round trip to the Hub saved), else, or where that
+        URL no longer answers (its signature expired), at the file's resolve URL."""
+        served = self._served.get(filename)
+        if served is not None:
+            with contextlib.suppress(HfHubHTTPError):
+                return _get(served, start, end)[0]
+        data, self._served[filename] = _get(hf_hub_url(self.name, filename, revision=self.revision), start, end)
+        return data
 
     def _header(self, filename: str) -> tuple[dict, int]:
         """The parsed JSON header of a safetensors file and the offset where its data starts."""

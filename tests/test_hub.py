@@ -74,6 +74,27 @@ def test_bundled_positions_through_the_hub_read_only_the_table(link, local_hub, 
     np.testing.assert_array_equal(partial.encodings[0].matrix, bundled_lm.encodings[0].matrix)
 
 
+def test_reads_the_hub_sends_to_its_cdn_go_there_directly(local_hub, bundled_lm):
+    """The Hub redirects a weight file's reads to a signed CDN URL: after the header's read the
+    tensor is read there, not through the Hub again; once the signature expires, through the Hub."""
+    repo = local_hub.add("posviz-test/minilm-cdn", bundled_path())
+    files = hub.weight_files(repo)
+    with local_hub.redirecting():
+        local_hub.reset()
+        checkpoint = hub.Checkpoint(repo, None, files)
+        table = checkpoint.tensor("embeddings.position_embeddings.weight")
+        asked = _asked(local_hub, repo)
+        local_hub.expire()
+        local_hub.reset()
+        again = checkpoint.tensor("embeddings.word_embeddings.weight")
+        after_expiry = _asked(local_hub, repo)
+    expected = bundled_lm.model.embeddings.position_embeddings.weight
+    assert torch.equal(table, expected)
+    assert [r.split()[1].split("/")[1] for r in asked] == ["posviz-test", "cdn", "cdn"], asked  # header, tensor
+    assert torch.equal(again, bundled_lm.model.embeddings.word_embeddings.weight)
+    assert [r.split()[1].split("/")[1] for r in after_expiry] == ["cdn", "posviz-test", "cdn"], after_expiry
+
+
 def test_sharded_bf16_checkpoint_through_the_hub(local_hub, tiny_path, tmp_path):
     folder = tmp_path / "sharded"
     shutil.copytree(tiny_path("bert"), folder)

@@ -10,6 +10,9 @@ huggingface_hub is imported.
 It can shape its traffic like a real link (:meth:`LocalHub.shaped`): each response waits one
 round-trip time before it starts, and response bodies go out in chunks paced to a bandwidth that
 all responses share, as they would share one link. Unshaped (the default) it answers at once.
+Within :meth:`LocalHub.redirecting` it sends the reads of weight files on to a CDN, as the Hub
+does for files stored with Xet or LFS: the resolve URL answers 302 with a signed URL under
+``/cdn/``, which serves the bytes until :meth:`LocalHub.expire` makes its signature stale (403).
 It also answers ``/api/agent-harnesses`` as the Hub does (an empty registry), so that
 huggingface_hub caches it for a day in ``HF_HOME`` instead of asking for it again in every process.
 """
@@ -30,6 +33,9 @@ from urllib.parse import unquote, urlsplit
 RESOLVE = re.compile(r"^/(?P<repo>[^/]+(?:/[^/]+)?)/resolve/(?P<rev>[^/]+)/(?P<file>.+)$")
 API_MODEL = re.compile(r"^/api/models/(?P<repo>[^/]+(?:/[^/]+)??)(?:/revision/(?P<rev>[^/]+))?$")
 API_TREE = re.compile(r"^/api/models/(?P<repo>[^/]+(?:/[^/]+)?)/tree/(?P<rev>[^/]+)(?:/(?P<path>.*))?$")
+CDN = re.compile(r"^/cdn/(?P<signature>\d+)/(?P<repo>[^/]+(?:/[^/]+)?)/(?P<file>.+)$")
+#: Files the Hub serves from its CDN (Xet or LFS storage) when :meth:`LocalHub.redirecting`.
+STORED_ON_CDN = re.compile(r"\.(safetensors|bin)$")
 AGENT_REGISTRY = "/api/agent-harnesses"
 #: Bytes of a response body written at once on a shaped link: 64 KiB, 0.66 ms at 100 MB/s.
 CHUNK = 64 * 1024
@@ -75,6 +81,8 @@ class LocalHub:
         self._lock = threading.Lock()
         self._files: dict[tuple, tuple[bytes, str]] = {}
         self._online = True
+        self._redirecting = False
+        self._signature = 0  # the signature the CDN's URLs carry now; older ones are refused
         self._serve(0)
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
 
@@ -117,6 +125,20 @@ class LocalHub:
             yield self
         finally:
             self.bandwidth, self.rtt = before
+
+    @contextlib.contextmanager
+    def redirecting(self):
+        """Within the block a weight file's resolve URL answers 302 with a signed URL on the CDN (under
+        ``/cdn/``; the same server), as the Hub redirects reads of files stored with Xet or LFS."""
+        self._redirecting = True
+        try:
+            yield self
+        finally:
+            self._redirecting = False
+
+    def expire(self) -> None:
+        """Make the signatures of the CDN URLs given so far stale: they answer 403 from now on."""
+        self._signature += 1
 
     def delay(self, size: int) -> float:
         """Seconds the link adds to a response of ``size`` body bytes when no other response
@@ -193,11 +215,16 @@ def _handler(hub: LocalHub) -> type[BaseHTTPRequestHandler]:
                 registry = {"standardEnvVars": [], "harnesses": {}}
                 self._send(200, json.dumps(registry).encode(), {"Content-Type": "application/json"}, head)
                 return
-            for pattern, serve in ((RESOLVE, self._resolve), (API_TREE, self._tree), (API_MODEL, self._info)):
+            cdn = CDN.match(path)
+            if cdn and int(cdn["signature"]) != hub._signature:
+                self._error(403, None, head, "Request has expired")
+                return
+            for pattern, serve in ((CDN, self._resolve), (RESOLVE, self._resolve), (API_TREE, self._tree),
+                                   (API_MODEL, self._info)):
                 match = pattern.match(path)
                 if match:
                     repo = match["repo"]
-                    if not self._repo_ok(repo, match["rev"], head):
+                    if not self._repo_ok(repo, match.groupdict().get("rev"), head):
                         return
                     serve(hub.root / repo, match, head)
                     return
@@ -222,6 +249,10 @@ def _handler(hub: LocalHub) -> type[BaseHTTPRequestHandler]:
             file = folder / match["file"]
             if not file.is_file():
                 self._error(404, "EntryNotFound", head)
+                return
+            if hub._redirecting and "rev" in match.groupdict() and STORED_ON_CDN.search(match["file"]):
+                location = f"{hub.url}/cdn/{hub._signature}/{match['repo']}/{match['file']}"
+                self._send(302, b"", {"Location": location, "X-Repo-Commit": LocalHub.commit(match["repo"])}, head)
                 return
             data, digest = hub.contents(file)
             start, end, status = 0, len(data), 200
