@@ -184,7 +184,7 @@ def _get(url: str, start: int | None = None, end: int | None = None) -> tuple[by
             response.read()
             hf_raise_for_status(response)
         if start is not None and response.status_code != 206:
-            raise CheckpointError(f"the server sent the whole of {url} instead of a byte range")
+            raise CheckpointError(f"the server sent the whole of {Path(urlsplit(url).path).name} instead of a byte range")
         return response.read(), str(response.url)
 
 
