@@ -8,10 +8,12 @@ formulas' reference values and against posviz computed here.
 from __future__ import annotations
 
 import json
+import logging
 import warnings
 
 import numpy as np
 import pytest
+import streamlit.elements.lib.policies
 
 import posviz
 from posviz.analysis.projection import ProjectionFallback
@@ -171,6 +173,27 @@ def test_lecture_caption_without_a_full_stop_gets_one(tmp_path):
     assert not at.exception, [e.value for e in at.exception]
     (caption,) = [c.value for c in at.caption if "Model: " in c.value]
     assert caption == "Look at position 127. Model: all-MiniLM-L6-v2 (bundled).", caption
+
+
+def test_slide_sets_its_sentences_without_streamlit_warning(bundled_lm, monkeypatch):
+    """The attention slide sets both sentences (the second one empty): the fields show them, the link keeps
+    the emptied second one, and Streamlit logs no "default value ... set via the Session State API" warning."""
+    monkeypatch.setattr(streamlit.elements.lib.policies, "_shown_default_value_warning", False)  # said once a process
+    said = []
+    catch = logging.Handler(logging.WARNING)
+    catch.emit = lambda record: said.append(record.getMessage())
+    policies = logging.getLogger("streamlit.elements.lib.policies")
+    policies.addHandler(catch)
+    try:
+        at = open_page("model", {"lecture": "gallery", "step": "5"})
+    finally:
+        policies.removeHandler(catch)
+    assert not at.exception, [e.value for e in at.exception]
+    assert "The previous-token head" in _slide_heading(at)
+    assert at.text_input(key="text").value == "The quick brown fox jumps over the lazy dog because it was bored"
+    assert at.text_input(key="text_pair").value == ""
+    assert at.query_params["text_pair"] == ""
+    assert not [m for m in said if "Session State API" in m], said
 
 
 def test_lecture_step_past_the_end_says_so():

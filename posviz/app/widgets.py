@@ -96,15 +96,20 @@ def text_field(container, label: str, name: str, lm: LoadedModel | None = None, 
     (:func:`posviz.tokenization.typed_special_tokens`).
     """
     kept = st.session_state.get(name)
+    default = kwargs.get("value", "")
     too_long = len(kept or "") > URL_TEXT_LIMIT
-    emptied = kept == "" and bool(kwargs.get("value")) and name not in st.query_params  # a default the link emptied
-    if kept is not None and not too_long and kept != kwargs.get("value", "") and name not in st.query_params:
+    emptied = kept == "" and bool(default)  # a default the link, the user or a slide emptied
+    if kept is not None and not too_long and kept != default and name not in st.query_params:
         # the URL gave it on another page (to its field, or to keep_linked_sentences): Streamlit 1.67 leaves it
         # out of this page's URL and draws the field with its default, though the session holds it
         release_bound_params(name)
         st.query_params[name] = kept
         st.session_state[name] = kept
         kwargs.pop("value", None)  # the session's value, not the default (a keyed field's identity is its key)
+    elif kept is not None and kept == st.query_params.get(name):
+        # the session holds the URL's text (typed, or set by a lecture's slide): a default beside a value set
+        # through the Session State API draws Streamlit's warning
+        kwargs.pop("value", None)
     text = container.text_input(label, **({"key": name} if too_long else url(name)), **kwargs)
     if emptied and text == "":
         # its default was then the empty text (above), and Streamlit leaves a default out of the URL: the
