@@ -79,7 +79,7 @@ if generate:
 queries, keys = caches.attention_size(key, text, text_pair, target, stack, limit, len(generated))
 summarised = max(queries, keys) > budget.WHOLE_TOKENS
 
-c1, c2, c3 = st.columns([2, 2, 1.5])
+c1, c2, c3 = st.columns(3)
 layer = index_slider(c1, "Layer", budget.stack_layers(lm, stack), "layer")
 head = index_slider(c2, "Head", budget.stack_heads(lm, stack), "head")
 hide, reduction = False, "mean"
