@@ -128,7 +128,7 @@ def test_hosted_mode_reads_no_server_path(tmp_path):
     path = tmp_path / "lecture.toml"
     path.write_text(LECTURE, encoding="utf-8")
     assert read(str(path)).title == "Rotary in ten minutes"  # locally, a path is fine
-    with pytest.raises(LectureError, match="upload your lecture file in the sidebar"):
+    with pytest.raises(LectureError, match="upload your lecture file on the Gallery page"):
         read(str(path), hosted=True)
     with pytest.raises(LectureError, match="neither a built-in one"):
         read(str(tmp_path / "missing.toml"))
@@ -194,6 +194,42 @@ def test_slide_sets_its_sentences_without_streamlit_warning(bundled_lm, monkeypa
     assert at.text_input(key="text_pair").value == ""
     assert at.query_params["text_pair"] == ""
     assert not [m for m in said if "Session State API" in m], said
+
+
+OWN = b"""title = "Mine"
+
+[[slides]]
+title = "Norms"
+page = "model"
+caption = "Look at position 127"
+
+[[slides]]
+page = "similarity"
+"""
+
+
+def test_own_lecture_uploaded_on_the_gallery_is_presented(bundled_lm):
+    at = open_page("gallery")
+    assert not at.sidebar.get("file_uploader")  # the sidebar of every page stays light: lectures are the Gallery's
+    at.file_uploader(key="lecture_file").set_value(("mine.toml", OWN, "application/toml")).run()
+    (present,) = [b for b in at.button if b.label.startswith("Present “Mine”")]
+    assert present.label == "Present “Mine” (2 slides)"
+    present.click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert "Norms" in _slide_heading(at)
+    (caption,) = [c.value for c in at.caption if "Model: " in c.value]
+    assert caption == "Look at position 127. Model: all-MiniLM-L6-v2 (bundled).", caption
+    assert at.query_params["lecture"] == "mine" and at.query_params["step"] == "0"
+
+
+def test_own_lecture_that_cannot_be_used_says_what_to_write():
+    at = open_page("gallery")
+    at.file_uploader(key="lecture_file").set_value(("bad.toml", b'[[slides]]\npage = "nowhere"\n',
+                                                    "application/toml")).run()
+    assert not at.exception, [e.value for e in at.exception]
+    (error,) = [e.value for e in at.main.error]
+    assert error.startswith("bad.toml: ") and "nowhere" in error, error
+    assert not [b for b in at.button if b.label.startswith("Present “")]
 
 
 def test_lecture_step_past_the_end_says_so():

@@ -152,10 +152,10 @@ def read(source: str, hosted: bool = False) -> Lecture:
         return parse(BUILTIN[source].read_text(encoding="utf-8"), source)
     if hosted:
         raise LectureError(f"No built-in lecture {source!r} ({', '.join(BUILTIN)}); this hosted demo opens no "
-                           "files of its server, so upload your lecture file in the sidebar.")
+                           "files of its server, so upload your lecture file on the Gallery page.")
     path = Path(source).expanduser()
     if not path.is_file():
         raise LectureError(f"No lecture {source!r}: neither a built-in one ({', '.join(BUILTIN)}) nor a file. "
-                           "A lecture uploaded in the sidebar lives in the browser tab that uploaded it: "
-                           "upload it again here.")
+                           "A lecture uploaded on the Gallery page lives in the browser tab that uploaded it: "
+                           "upload it again there.")
     return parse(path.read_text(encoding="utf-8"), source, "json" if path.suffix.lower() == ".json" else "toml")

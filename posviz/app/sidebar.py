@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import NamedTuple
 
 import streamlit as st
 import torch
 
 from posviz import settings
-from posviz.app import caches, slides
-from posviz.app.lectures import LectureError, parse
+from posviz.app import caches
 from posviz.app.notices import positions_only_button
 from posviz.app.widgets import url
 from posviz.loading import BUNDLED_NAME, CONFIG_ONLY, LoadedModel, ModelLoadError, ModelTooLargeError
@@ -55,7 +53,6 @@ def _pickers(hosted: bool) -> ModelKey:
                    "seconds for a model of any size. The pages that run sentences through the model need the full "
                    "weights.")
     st.toggle("Presentation mode", **url("present"), help="Large fonts and thick lines for a projector.")
-    _lecture_upload()
     state = st.session_state
     return key_for(state.model, state.revision, state.device, state.positions_only)
 
@@ -77,23 +74,6 @@ class Shown(NamedTuple):
     lm: LoadedModel
     asked: str
     failure: str
-
-
-def _lecture_upload() -> None:
-    """A lecture file of one's own (TOML or JSON, README "Teaching"), and a button to present it."""
-    upload = st.file_uploader("Lecture (TOML or JSON)", type=["toml", "json"], key="lecture_file",
-                              help="An ordered list of views to present full screen, stepped with ← / → "
-                                   "(README, Teaching). The Gallery is the built-in one.")
-    if upload is None:
-        return
-    try:
-        lecture = parse(upload.getvalue().decode("utf-8"), Path(upload.name).stem,
-                        "json" if upload.name.lower().endswith(".json") else "toml")
-    except (LectureError, UnicodeDecodeError) as exc:
-        st.error(f"{upload.name}: {exc}", icon=":material/slideshow:")
-        return
-    st.button(f"Present “{lecture.title}” ({len(lecture.slides)} slides)", icon=":material/slideshow:",
-              on_click=slides.present, args=(lecture, 0), type="primary")
 
 
 def _load(wanted: ModelKey) -> tuple[ModelKey, str]:
