@@ -23,7 +23,8 @@ def own_lecture() -> None:
     except (LectureError, UnicodeDecodeError) as exc:
         st.error(f"{upload.name}: {exc}", icon=":material/slideshow:")
         return
-    st.button(f"Present “{mine.title}” ({len(mine.slides)} slides)", icon=":material/slideshow:",
+    count = len(mine.slides)
+    st.button(f"Present “{mine.title}” ({count} slide{'' if count == 1 else 's'})", icon=":material/slideshow:",
               on_click=slides.present, args=(mine, 0), type="primary")
 
 

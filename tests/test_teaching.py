@@ -114,8 +114,11 @@ def test_gallery_is_the_builtin_lecture():
     ("title = [", "not valid TOML"),
     ("title = 'x'", "has no slides"),
     ("[[slides]]\npage = 'nowhere'", "slide 1: page 'nowhere' is not a page of posviz"),
+    ("[[slides]]\npage = 'gallery'", "slide 1: page 'gallery' is not a page of posviz with a view for a slide; "
+     "use one of model, similarity,"),
     ("[[slides]]\npage = 'model'\n[[slides]]\npage = 'similarity'\nparams = { layer = 3 }",
-     "slide 2: 'layer' is not a parameter of the similarity page"),
+     "slide 2: 'layer' is not a parameter of the similarity page; use one of model, revision, device, "),
+    ("[[slides]]\npage = 'model'\nparams = { step = 3 }", "'step' is not a parameter of the model page"),
     ("[[slides]]\npage = 'model'\nviews = 'signature'", "unknown key(s) ['views']"),
     ("[[slides]]\npage = 'model'\nparams = 3", "params must be a table"),
 ])
@@ -214,6 +217,11 @@ def test_own_lecture_uploaded_on_the_gallery_is_presented(bundled_lm):
     at.file_uploader(key="lecture_file").set_value(("mine.toml", OWN, "application/toml")).run()
     (present,) = [b for b in at.button if b.label.startswith("Present “Mine”")]
     assert present.label == "Present “Mine” (2 slides)"
+    at.file_uploader(key="lecture_file").set_value(("one.toml", OWN.split(b"[[slides]]\npage = \"similarity\"")[0],
+                                                    "application/toml")).run()
+    assert [b.label for b in at.button if b.label.startswith("Present “Mine”")] == ["Present “Mine” (1 slide)"]
+    at.file_uploader(key="lecture_file").set_value(("mine.toml", OWN, "application/toml")).run()
+    (present,) = [b for b in at.button if b.label.startswith("Present “Mine”")]
     present.click().run()
     assert not at.exception, [e.value for e in at.exception]
     assert "Norms" in _slide_heading(at)

@@ -29,6 +29,10 @@ from posviz.loading import BUNDLED_NAME
 
 #: The built-in lectures: name -> file.
 BUILTIN = {"gallery": Path(__file__).resolve().parents[1] / "data" / "lectures" / "gallery.toml"}
+#: The pages a slide can show: every page with views (the Gallery's cards are links, no view).
+SLIDE_PAGES = tuple(page for page in EVERY_PAGE if page != "gallery")
+#: What the lecture itself writes into a slide's URL, not its ``params``.
+LECTURE_PARAMS = ("lecture", "step", "slide")
 
 
 class LectureError(ValueError):
@@ -85,14 +89,17 @@ def _slide(number: int, entry: dict) -> Slide:
     if unknown:
         raise LectureError(f"{where}: unknown key(s) {sorted(unknown)}; a slide has title, page, view, caption, params.")
     page = str(entry.get("page", ""))
-    if page not in EVERY_PAGE:
-        raise LectureError(f"{where}: page {page!r} is not a page of posviz; use one of {', '.join(EVERY_PAGE)}.")
+    if page not in SLIDE_PAGES:
+        raise LectureError(f"{where}: page {page!r} is not a page of posviz with a view for a slide; use one of "
+                           f"{', '.join(SLIDE_PAGES)}.")
     params = entry.get("params", {})
     if not isinstance(params, dict):
         raise LectureError(f"{where}: params must be a table of URL parameters, e.g. params = {{ q = 128 }}.")
+    settable = [name for name, param in PARAMS.items() if page in param.pages and name not in LECTURE_PARAMS]
     for name in params:
-        if name not in PARAMS or page not in PARAMS[name].pages:
-            raise LectureError(f"{where}: {name!r} is not a parameter of the {page} page (README, URL parameters).")
+        if name not in settable:
+            raise LectureError(f"{where}: {name!r} is not a parameter of the {page} page; use one of "
+                               f"{', '.join(settable)} (README, URL parameters).")
     views = entry.get("view", ())
     views = (views,) if isinstance(views, str) else tuple(views)
     return Slide(title=str(entry.get("title", f"Slide {number}")), page=page, views=tuple(map(str, views)),
