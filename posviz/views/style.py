@@ -271,11 +271,16 @@ def set_axes(fig: go.Figure, axis: str, col: int | None = None, **props) -> None
             obj[key] = value
 
 
+#: Pixels between a token label and its heatmap: "[CLS]" and "[SEP]" otherwise touch the first cell.
+TOKEN_STANDOFF = 5
+
+
 def token_ticks(fig: go.Figure, axis: str, labels: Sequence[str], most: int = TICK_LABELS, first: int = 0) -> None:
     """Label a numeric token axis with its tokens, every k-th where there are more than ``most``,
-    so that no two labels overlap; x labels stand upright (rotated 90°). Hover still names every
-    token. The labels are kept in ``layout.meta`` for :func:`for_presentation`. Of a figure with
-    subplots, the first subplot's axis (``xaxis`` or ``yaxis``; shared axes show its labels).
+    so that no two labels overlap; x labels stand upright (rotated 90°), each label
+    :data:`TOKEN_STANDOFF` pixels off the heatmap. Hover still names every token. The labels are kept
+    in ``layout.meta`` for :func:`for_presentation`. Of a figure with subplots, the first subplot's
+    axis (``xaxis`` or ``yaxis``; shared axes show its labels).
 
     Parameters
     ----------
@@ -289,7 +294,7 @@ def token_ticks(fig: go.Figure, axis: str, labels: Sequence[str], most: int = TI
     step = max(1, math.ceil(len(labels) / most))
     ticks = np.arange(0, len(labels), step)
     set_axes(fig, axis, 1, tickmode="array", tickvals=first + ticks, ticktext=[labels[i] for i in ticks],
-             **({"tickangle": -90} if axis == "x" else {}))
+             ticklabelstandoff=TOKEN_STANDOFF, **({"tickangle": -90} if axis == "x" else {}))
     fig.layout.meta = {**fig.layout.meta, f"{axis}_tokens": labels, f"{axis}_first": first}
 
 
