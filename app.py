@@ -27,4 +27,4 @@ else:
 
     from posviz.app.preload import Preload
 
-    app = st.App("app.py", lifespan=warmup.lifespan, middleware=[Middleware(Preload)])
+    app = st.App("app.py", lifespan=warmup.lifespan, middleware=[Middleware(warmup.Requests), Middleware(Preload)])

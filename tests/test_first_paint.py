@@ -115,6 +115,29 @@ def test_a_run_with_no_stored_chart_gets_the_note_alone():
     assert not at.title and not at.get("plotly_chart")
 
 
+@pytest.mark.parametrize("stored", [False, True])
+def test_only_a_run_with_nothing_stored_to_show_asks_for_the_imports_at_once(bundled_lm, cache_dir, monkeypatch,
+                                                                             stored):
+    # with the stored chart on screen the imports wait for the browser to draw it (posviz.app.gates)
+    from posviz.app import gates
+
+    first_paint.store(bundled_lm)
+    doc = first_paint.stored(ROOT_URL, params=False)
+    wanted = []
+    monkeypatch.setattr(gates, "wait_for_imports", lambda timeout=None: False)  # a warm-up not there yet
+    monkeypatch.setattr(gates, "want_imports", lambda: wanted.append(True))
+    monkeypatch.setattr(first_paint, "stored", lambda url, params: doc if stored else None)
+
+    def script():
+        from posviz.app import first_paint
+
+        with first_paint.shown_while_starting():
+            pass
+
+    AppTest.from_function(script, default_timeout=TIMEOUT).run()
+    assert wanted == ([] if stored else [True])
+
+
 def test_the_folder_follows_the_environment(monkeypatch, tmp_path):
     monkeypatch.delenv("POSVIZ_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))

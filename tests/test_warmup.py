@@ -4,7 +4,10 @@ page would otherwise compute, and the app's entry is an st.App that ``streamlit 
 from __future__ import annotations
 
 import ast
+import asyncio
 import importlib.util
+import threading
+import time
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -47,19 +50,81 @@ def test_app_py_is_an_st_app_with_the_warm_up_as_its_lifespan_and_the_preload_as
     calls = [node for node in ast.walk(ast.parse(APP.read_text())) if isinstance(node, ast.Call)
              and getattr(node.func, "attr", "") == "App"]
     assert {kw.arg: ast.unparse(kw.value) for kw in calls[0].keywords} == {
-        "lifespan": "warmup.lifespan", "middleware": "[Middleware(Preload)]"}
+        "lifespan": "warmup.lifespan", "middleware": "[Middleware(warmup.Requests), Middleware(Preload)]"}
+
+
+def _own_gates():
+    """A copy of posviz.app.gates of the test's own: the process's warm-up (started by the AppTest
+    runs) sets the module's events at any time."""
+    spec = importlib.util.find_spec("posviz.app.gates")
+    gates = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gates)
+    return gates
 
 
 @pytest.mark.parametrize("stage", ["imported", "libraries"])
 def test_a_run_waits_only_where_a_warm_up_started(stage):
-    # A copy of the module of its own: the process's warm-up (started by the AppTest runs) sets the
-    # module's events at any time.
-    spec = importlib.util.find_spec("posviz.app.gates")
-    gates = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gates)
+    gates = _own_gates()
     wait = gates.wait_for_imports if stage == "imported" else gates.wait_for_libraries
     assert wait(timeout=0)  # no warm-up: nothing to wait for
     gates.expect()
     assert not wait(timeout=0.01)  # a warm-up that has not got there yet
     getattr(gates, stage).set()
     assert wait(timeout=0)
+
+
+def _imports_begin(gates, requests_for: float, every: float = 0.05, want_at: float | None = None) -> float:
+    """Seconds until ``gates.before_imports()`` (in a thread, as the warm-up calls it) returns while
+    requests arrive every ``every`` seconds for ``requests_for`` seconds (a browser loading the page),
+    and a run wants the imports after ``want_at`` seconds (None: none does)."""
+    began = time.monotonic()
+    thread = threading.Thread(target=gates.before_imports)
+    thread.start()
+    while thread.is_alive() and time.monotonic() - began < 30:
+        elapsed = time.monotonic() - began
+        if elapsed < requests_for:
+            gates.requested()
+        if want_at is not None and elapsed >= want_at:
+            gates.want_imports()
+        time.sleep(every)
+    thread.join()
+    return time.monotonic() - began
+
+
+def test_the_imports_wait_until_the_server_has_been_quiet():
+    gates = _own_gates()
+    gates.QUIET_S, gates.MOST_S = 0.3, 20.0
+    assert gates.QUIET_S <= _imports_begin(gates, requests_for=0) < 2.0  # an idle server: soon
+    loading = _imports_begin(gates, requests_for=1.5)  # a browser loading the frontend
+    assert 1.5 + gates.QUIET_S - 0.1 <= loading < 1.5 + gates.QUIET_S + 2.0
+
+
+def test_a_run_with_nothing_to_show_gets_the_imports_at_once_and_a_busy_server_within_most_s():
+    gates = _own_gates()
+    gates.QUIET_S, gates.MOST_S = 0.3, 20.0
+    assert 0.5 <= _imports_begin(gates, requests_for=30, want_at=0.5) < 2.5
+    gates = _own_gates()
+    gates.QUIET_S, gates.MOST_S = 0.3, 1.0
+    assert 1.0 <= _imports_begin(gates, requests_for=30) < 3.0  # requests that never stop
+
+
+def test_the_middleware_counts_requests_and_websockets_and_passes_them_on(monkeypatch):
+    from posviz.app import gates, warmup
+
+    counted, passed = [], []
+    monkeypatch.setattr(gates, "requested", lambda: counted.append(1))
+
+    async def app(scope, receive, send):
+        passed.append(scope["type"])
+        await send({"type": "done"})
+
+    sent = []
+
+    async def send(message):
+        sent.append(message)
+
+    middleware = warmup.Requests(app)
+    for kind in ("http", "websocket", "lifespan"):
+        asyncio.run(middleware({"type": kind}, None, send))
+    assert passed == ["http", "websocket", "lifespan"] and len(counted) == 2
+    assert sent == [{"type": "done"}] * 3

@@ -189,6 +189,8 @@ def shown_while_starting() -> Iterator[None]:
         yield
         return
     doc = stored(st.context.url, len(st.query_params) > 0)
+    if doc is None:  # only a note to show: the warm-up's imports are all this run waits for
+        gates.want_imports()
     layout.page_config()
     slot, note = st.empty(), st.sidebar.empty()
     with slot.container(key=KEY):

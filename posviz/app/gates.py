@@ -3,7 +3,9 @@
 A run waits before it imports the pages' modules (:func:`wait_for_imports`: a module imported by
 two threads at once can be seen half-initialised) and before a computation that needs
 scikit-learn, SciPy or umap-learn (:func:`wait_for_libraries`), until the warm-up has imported
-them. The warm-up, once the first visitor's needs are met, starts each of its next steps only
+them. The warm-up begins its imports once the server has been quiet (:func:`before_imports`: not
+while a browser loads the page), or at once where a run has nothing to show meanwhile
+(:func:`want_imports`). The warm-up, once the first visitor's needs are met, starts each of its next steps only
 when no run is in progress (:func:`visiting`, :func:`after_visitors`), unless a run waits for it.
 Where no warm-up was started (:func:`expect` not called) nothing waits.
 """
@@ -21,6 +23,14 @@ _lock = threading.Lock()
 _expected = False
 _visits = 0
 _wanted = threading.Event()
+_imports_wanted = threading.Event()
+_last_request = 0.0
+#: Seconds without a request to the server (:func:`requested`) after which the warm-up begins its
+#: imports where no run has asked for them: a browser loading the frontend asks for its files in a
+#: chain, a few tenths of a second apart at most (2 cores, a restart of the server).
+QUIET_S = 0.4
+#: Seconds after :func:`before_imports` began waiting when the imports begin whatever the server serves.
+MOST_S = 10.0
 
 
 def expect() -> None:
@@ -33,6 +43,35 @@ def wait_for_imports(timeout: float | None = None) -> bool:
     """Wait until the warm-up has imported the pages' modules; True once it has (False after
     ``timeout`` seconds). Returns at once where no warm-up was started."""
     return not _expected or imported.wait(timeout)
+
+
+def want_imports() -> None:
+    """Say that a run waits for the warm-up's imports with nothing to show meanwhile: they begin at once
+    (:func:`before_imports`)."""
+    _imports_wanted.set()
+
+
+def requested() -> None:
+    """Say that the server has received an HTTP request or opened a websocket (the app's middleware,
+    :class:`posviz.app.warmup.Requests`): a browser may be loading the frontend."""
+    global _last_request
+    _last_request = time.monotonic()
+
+
+def before_imports() -> None:
+    """Wait (in the warm-up's thread, before its imports) until a run wants them (:func:`want_imports`),
+    or the server has received no request for :data:`QUIET_S`, or :data:`MOST_S` have passed.
+
+    Importing torch and transformers holds Python's GIL for up to a quarter of a second at a time,
+    and the server's thread that serves the frontend's files waits for it: begun while a first
+    visitor's browser loads the page, the imports delayed its first chart by about 0.8 s (a restart
+    on 2 cores, the README's Performance section); begun once the page has loaded, not at all.
+    """
+    began = time.monotonic()
+    while not _imports_wanted.wait(0.05):
+        now = time.monotonic()
+        if now - max(began, _last_request) >= QUIET_S or now - began >= MOST_S:
+            return
 
 
 def wait_for_libraries(timeout: float | None = None) -> bool:

@@ -4,6 +4,9 @@
 :func:`lifespan` runs before the first connection is served and starts :func:`start`: one
 background thread that, in this order,
 
+0. waits while a browser loads the page (:func:`posviz.app.gates.before_imports`: until the server
+   has had no request for a moment, told by the middleware :class:`Requests`, or a run that has no
+   stored chart to show asks for the imports),
 1. imports what the first chart needs (torch, transformers, plotly, posviz's pages' modules),
 2. loads the bundled model into the process's model store,
 3. stores the model page's first chart of the bundled model on disk, for the first visitor of a
@@ -58,6 +61,27 @@ async def lifespan(app):
     its first connection, and yields at once (nothing to hand to ``app.state``)."""
     start()
     yield
+
+
+class Requests:
+    """ASGI middleware (for ``st.App(middleware=...)``): tells the warm-up's gates of every HTTP request
+    and websocket the server receives (:func:`posviz.app.gates.requested`), so that its imports wait
+    until a browser has loaded the page (:func:`posviz.app.gates.before_imports`); passes everything on
+    untouched.
+
+    Parameters
+    ----------
+    app : ASGI application
+        The app Streamlit builds.
+    """
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] in ("http", "websocket"):
+            gates.requested()
+        await self.app(scope, receive, send)
 
 
 def start() -> None:
@@ -120,6 +144,7 @@ def _stage(name: str, began: float) -> None:
 
 
 def _run() -> None:
+    gates.before_imports()
     began = time.perf_counter()
     try:
         import posviz.app.navigation  # noqa: F401  with it every module of the pages
