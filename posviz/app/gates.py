@@ -65,7 +65,8 @@ def before_imports() -> None:
     Importing torch and transformers holds Python's GIL for up to a quarter of a second at a time,
     and the server's thread that serves the frontend's files waits for it: begun while a first
     visitor's browser loads the page, the imports delayed its first chart by about 0.8 s (a restart
-    on 2 cores, the README's Performance section); begun once the page has loaded, not at all.
+    on 2 cores, the README's Performance section); begun once it has loaded, the stored chart came
+    within a tenth of a bare page's first chart.
     """
     began = time.monotonic()
     while not _imports_wanted.wait(0.05):

@@ -144,8 +144,9 @@ def _stage(name: str, began: float) -> None:
 
 
 def _run() -> None:
-    gates.before_imports()
     began = time.perf_counter()
+    gates.before_imports()
+    _stage("page loaded", began)
     try:
         import posviz.app.navigation  # noqa: F401  with it every module of the pages
         # plotly uses pandas from sys.modules while it builds any figure: a pandas half-imported by
