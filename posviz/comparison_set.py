@@ -1,5 +1,5 @@
 """The files of a comparison of many models (:mod:`posviz.model_table`): its table as CSV and its two figures,
-each with a sidecar that names every model of the table as it was loaded (:func:`posviz.sidecar.build_comparison`),
+each with a sidecar that names every model of the table as it was loaded (:func:`build_sidecar`),
 and the same made again from one of those sidecars (:func:`regenerated`, ``posviz export --from``).
 
 As the standard set of one model (:mod:`posviz.standard_set`), each file is an :class:`~posviz.writing.Export`
@@ -15,26 +15,15 @@ from pathlib import Path
 from typing import Callable
 
 from posviz import sidecar, writing
+from posviz.comparison_recipe import TABLE_STEM, TABLE_VIEW, VIEWS, check_recipe
 from posviz.export import require_browser
 from posviz.model_table import FILE_PREFIX, ModelTable, Progress, compare_models, figure_views
-from posviz.positions.base import METRICS
 from posviz.recipes import Recipe, recipe
 from posviz.store import ModelKey, ModelStore, key_for
-from posviz.views import compare
 from posviz.writing import Export
 
-#: The id of the table as a view of its own (its CSV, :meth:`~posviz.model_table.ModelTable.csv`), and its
-#: file stem.
-TABLE_VIEW, TABLE_STEM = "model-table", "table"
-#: The views of a comparison, in the order they are written: the table, then its figures
-#: (:func:`~posviz.model_table.figure_views`).
-VIEWS = (TABLE_VIEW, compare.model_grid.view_id, compare.profiles.view_id)
-#: The settings of a comparison's recipe (:func:`recipe_of`).
-RECIPE_SETTINGS = ("metric", "seed", "q")
-
-
 def recipe_of(table: ModelTable, view: str, q: int | None = None) -> Recipe:
-    """The recipe of one of the comparison's :data:`VIEWS`: its id, the table's metric and seed, and ``q``, the
+    """The recipe of one of the comparison's :data:`~posviz.comparison_recipe.VIEWS`: its id, the table's metric and seed, and ``q``, the
     profiles' position (None: the default, :func:`posviz.model_table.profile_q`), which the table's and the
     grid's sidecars keep too, so that the whole comparison comes back from any of them
     (``export --from … --all``).
@@ -42,35 +31,23 @@ def recipe_of(table: ModelTable, view: str, q: int | None = None) -> Recipe:
     Raises
     ------
     ValueError
-        For a view not in :data:`VIEWS` or a negative ``q`` (:func:`check_recipe`).
+        For a view not in :data:`~posviz.comparison_recipe.VIEWS` or a negative ``q``
+        (:func:`~posviz.comparison_recipe.check_recipe`).
     """
     found = recipe(view, metric=table.metric, seed=table.seed, q=q)
     check_recipe(found)
     return found
 
 
-def check_recipe(found: Recipe) -> None:
-    """Refuse a comparison's recipe (:func:`recipe_of`) that no comparison makes, before any model loads.
-
-    Raises
-    ------
-    ValueError
-        For a view not in :data:`VIEWS`, settings other than :data:`RECIPE_SETTINGS`, an unknown metric, a
-        seed that is not a whole number or a q that is not a position; in one sentence.
-    """
-    settings = found.settings
-    if found.view not in VIEWS:
-        raise ValueError(f"posviz cannot make the comparison view {found.view!r} again; it can make "
-                         f"{', '.join(VIEWS)}.")
-    if sorted(settings) != sorted(RECIPE_SETTINGS):
-        raise ValueError(f"the settings of {found.view} are {', '.join(sorted(settings)) or 'none'}, "
-                         f"not {', '.join(RECIPE_SETTINGS)}.")
-    if settings["metric"] not in METRICS:
-        raise ValueError(f"metric {settings['metric']!r} is not one of {', '.join(METRICS)}.")
-    for name in ("seed", "q"):
-        value = settings[name]
-        if not (value is None and name == "q") and (type(value) is not int or value < 0):
-            raise ValueError(f"{name} {value!r} is not a whole number from 0.")
+def build_sidecar(table: ModelTable, recipe: Recipe, *, stem: str, present: bool = False,
+                  files: list[str] = ()) -> sidecar.ComparisonSidecar:
+    """The sidecar of the view ``recipe`` of a comparison of many models (:func:`posviz.model_table.compare_models`),
+    naming every model of ``table`` as it was loaded (:attr:`posviz.model_table.ModelRow.pinned`), with this
+    process's versions (:func:`posviz.sidecar.versions`)."""
+    models = [{"id": row.model, "failed": row.note} if row.failed else dict(row.pinned, device=row.device)
+              for row in table.rows if not row.reference]
+    references = [row.model for row in table.rows if row.reference]
+    return sidecar.ComparisonSidecar(recipe, stem, bool(present), models, references, sidecar.versions(), list(files))
 
 
 def exports(table: ModelTable, q: int | None = None, present: bool = False) -> list[Export]:
@@ -100,7 +77,7 @@ def exports(table: ModelTable, q: int | None = None, present: bool = False) -> l
 def write_comparison(table: ModelTable, views: list[Export], out_dir, progress: Callable | None = None,
                      images: bool = True) -> list[Path]:
     """Write exports of ``table`` (:func:`exports`) into ``out_dir`` (:func:`posviz.writing.write`), each one's
-    sidecar (:func:`posviz.sidecar.build_comparison`: every model of the table, the recipe) last among its files.
+    sidecar (:func:`build_sidecar`: every model of the table, the recipe) last among its files.
 
     Parameters
     ----------
@@ -120,7 +97,7 @@ def write_comparison(table: ModelTable, views: list[Export], out_dir, progress: 
         A file that cannot be written.
     """
     def sidecar_of(view: Export, files: list[str]) -> sidecar.ComparisonSidecar:
-        return sidecar.build_comparison(table, view.recipe, stem=view.stem, present=view.present, files=files)
+        return build_sidecar(table, view.recipe, stem=view.stem, present=view.present, files=files)
 
     return writing.write(views, out_dir, sidecar_of, progress, images)
 
@@ -133,7 +110,7 @@ def write_model_table(table: ModelTable, out_dir, *, q: int | None = None, image
     :func:`~posviz.model_table.figure_views` as the export command writes a view (:class:`posviz.writing.Export`):
     ``models-similarity.html``, ``.png``, ``.svg``, ``.npz`` (a stack of matrices: no CSV) and ``.json``,
     ``models-profiles-q128.html``, ``.png``, ``.svg``, ``.npz``, ``.csv`` and ``.json``. Each ``.json`` is
-    the sidecar of its file (:func:`posviz.sidecar.build_comparison`), from which ``posviz export --from``
+    the sidecar of its file (:func:`build_sidecar`), from which ``posviz export --from``
     makes the comparison again (:func:`regenerated`).
 
     Parameters

@@ -27,6 +27,7 @@ from posviz.analysis.boundary import BOUNDARY, boundary_statistics
 from posviz.analysis.probes import absolute_position_probe, relative_order_probe
 from posviz.analysis.properties import position_properties
 from posviz.analysis.similarity import PositionMatrix, similarity
+from posviz.comparison_recipe import MAX_MODELS
 from posviz.loading import BUNDLED_NAME, ModelLoadError, short_name
 from posviz.positions import PositionEncoding
 from posviz.store import ModelKey, ModelStore, key_for
@@ -35,8 +36,6 @@ from posviz.views.limits import PROFILE_Q
 from posviz.views.probes import probe_matrix, source_names
 from posviz.views.view import View
 
-#: Most models one table compares (besides its two references).
-MAX_MODELS = 8
 #: What a model's row goes through, in this order: waiting for a thread, loading (behind the store's
 #: one load at a time), computing its cells, then done or error.
 STATES = ("queued", "loading", "computing", "done", "error")
@@ -272,7 +271,7 @@ def model_keys(names: Sequence[str | None], device: str = "auto", revision: str 
     Raises
     ------
     ValueError
-        For no model, or more than :data:`MAX_MODELS` different ones (``first`` included).
+        For no model, or more than :data:`~posviz.comparison_recipe.MAX_MODELS` different ones (``first`` included).
     """
     bundled = short_name(BUNDLED_NAME)
     keys = [first] if first is not None else []
@@ -290,7 +289,7 @@ def model_keys(names: Sequence[str | None], device: str = "auto", revision: str 
 
 
 def check_count(count: int) -> None:
-    """Refuse a table of no model or of more than :data:`MAX_MODELS`.
+    """Refuse a table of no model or of more than :data:`~posviz.comparison_recipe.MAX_MODELS`.
 
     Raises
     ------
@@ -381,7 +380,7 @@ def _references(encoding: PositionEncoding, name: str, table: ModelTable) -> lis
 def compare_models(keys: Sequence[ModelKey], *, store: ModelStore | None = None, metric: str = "cosine",
                    seed: int = 0, progress: Callable[[Progress], None] | None = None,
                    workers: int | None = None) -> ModelTable:
-    """Load up to :data:`MAX_MODELS` models and score each, with the sinusoid and a random matrix as references.
+    """Load up to :data:`~posviz.comparison_recipe.MAX_MODELS` models and score each, with the sinusoid and a random matrix as references.
 
     Every model is loaded through ``store`` (positions only for keys made by :func:`model_keys`) and scored
     in a thread of its own: its first positional component's vectors (rows 0 … n − 1, the rows the Probes
@@ -397,7 +396,7 @@ def compare_models(keys: Sequence[ModelKey], *, store: ModelStore | None = None,
     Parameters
     ----------
     keys : sequence of ModelKey
-        1 to :data:`MAX_MODELS` models (:func:`model_keys`; the app passes the sidebar's own key first).
+        1 to :data:`~posviz.comparison_recipe.MAX_MODELS` models (:func:`model_keys`; the app passes the sidebar's own key first).
     store : ModelStore, optional
         Where models are loaded and kept (its loads run one at a time: transformers' loading is not
         thread-safe); a new one by default.
@@ -418,7 +417,7 @@ def compare_models(keys: Sequence[ModelKey], *, store: ModelStore | None = None,
     Raises
     ------
     ValueError
-        For no key, more than :data:`MAX_MODELS`, or an unknown metric.
+        For no key, more than :data:`~posviz.comparison_recipe.MAX_MODELS`, or an unknown metric.
     """
     from threadpoolctl import threadpool_limits
 

@@ -41,15 +41,12 @@ import json
 import platform
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from posviz import hub
+from posviz.comparison_recipe import MAX_MODELS, check_recipe
 from posviz.loading import BUNDLED_NAME, CONFIG_ONLY, LoadedModel, ModelLoadError
 from posviz.loading import load_model as _load
 from posviz.recipes import Recipe, check
-
-if TYPE_CHECKING:
-    from posviz.model_table import ModelTable
 
 #: The newest layout of a sidecar this posviz reads; a reader refuses a newer one.
 SCHEMA = 2
@@ -176,12 +173,12 @@ class Sidecar:
 @dataclass
 class ComparisonSidecar:
     """The sidecar of a comparison of many models (its table or one of its figures), read back
-    (:func:`read`) or to be written (:func:`build_comparison`).
+    (:func:`read`) or to be written (:func:`posviz.comparison_set.build_sidecar`).
 
     Attributes
     ----------
     recipe : Recipe
-        The view (:data:`posviz.comparison_set.VIEWS`) and its settings: ``metric``, ``seed``, ``q``
+        The view (:data:`posviz.comparison_recipe.VIEWS`) and its settings: ``metric``, ``seed``, ``q``
         (:func:`posviz.comparison_set.recipe_of`).
     stem : str
     present : bool
@@ -224,17 +221,6 @@ def build(lm: LoadedModel, recipe: Recipe, *, stem: str, present: bool = False, 
     return Sidecar(recipe, stem, bool(present), describe_model(lm), str(lm.device), versions(), set, list(files))
 
 
-def build_comparison(table: ModelTable, recipe: Recipe, *, stem: str, present: bool = False,
-                     files: list[str] = ()) -> ComparisonSidecar:
-    """The sidecar of the view ``recipe`` of a comparison of many models (:func:`posviz.model_table.compare_models`),
-    naming every model of ``table`` as it was loaded (:attr:`posviz.model_table.ModelRow.pinned`), with this
-    process's versions."""
-    models = [{"id": row.model, "failed": row.note} if row.failed else dict(row.pinned, device=row.device)
-              for row in table.rows if not row.reference]
-    references = [row.model for row in table.rows if row.reference]
-    return ComparisonSidecar(recipe, stem, bool(present), models, references, versions(), list(files))
-
-
 def write(path: str | Path, sidecar: Sidecar | ComparisonSidecar) -> Path:
     """Write ``sidecar`` to ``path`` (UTF-8, :meth:`Sidecar.dumps`); returns the path."""
     path = Path(path)
@@ -269,7 +255,7 @@ def read(path: str | Path) -> Sidecar | ComparisonSidecar:
         A missing or unreadable file, not JSON, not a posviz sidecar, a newer layout than this
         posviz reads, an unknown kind, a missing key or one of the wrong type, a model of unknown source
         or without what pins it down, a view posviz cannot make or settings that do not fit it
-        (:func:`posviz.recipes.check`, :func:`posviz.comparison_set.check_recipe`). Each in one sentence naming
+        (:func:`posviz.recipes.check`, :func:`posviz.comparison_recipe.check_recipe`). Each in one sentence naming
         the file.
     """
     path = Path(path)
@@ -326,9 +312,6 @@ def _check_model(path: Path, model: dict, which: str = "model") -> None:
 
 def _read_comparison(path: Path, data: dict) -> ComparisonSidecar:
     """The checks of :func:`read` for a comparison's sidecar."""
-    from posviz.comparison_set import check_recipe  # here: both import this module
-    from posviz.model_table import MAX_MODELS
-
     _check_fields(path, data, _COMPARISON_FIELDS)
     models = data["models"]
     if not 1 <= len(models) <= MAX_MODELS:

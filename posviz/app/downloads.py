@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import streamlit as st
 from streamlit.errors import StreamlitDuplicateElementKey
 
-from posviz import export, sidecar
+from posviz import comparison_set, export, sidecar
 from posviz.app import layout, navigation
 from posviz.app.presentation import presenting, styled
 from posviz.recipes import Recipe
@@ -46,7 +46,7 @@ def show(view: View, *, model: str = "", recipe: Recipe | None = None, compared:
     the figure's sidecar (:mod:`posviz.sidecar`: the page's model, the versions, the recipe and
     presentation mode), from which ``posviz export --from`` makes the same figure; with ``compared`` too
     (in a page run or not), the sidecar of a comparison of many models instead
-    (:func:`posviz.sidecar.build_comparison`: every model of the table, the recipe).
+    (:func:`posviz.comparison_set.build_sidecar`: every model of the table, the recipe).
 
     Parameters
     ----------
@@ -72,8 +72,8 @@ def show(view: View, *, model: str = "", recipe: Recipe | None = None, compared:
     layout.chart(fig, config, aspect_of(fig), max_width_of(fig))
     made, present = None, presenting()
     if recipe is not None and compared is not None:
-        made = (lambda files: sidecar.build_comparison(compared, recipe, stem=view.stem, present=present,
-                                                       files=files).dumps())
+        made = (lambda files: comparison_set.build_sidecar(compared, recipe, stem=view.stem, present=present,
+                                                              files=files).dumps())
     elif recipe is not None and run is not None:
         made = (lambda files: sidecar.build(run.lm, recipe, stem=view.stem, present=present, files=files).dumps())
     _download_row(view, fig, model=model, sidecar_text=made)
