@@ -93,7 +93,7 @@ def _imports_begin(gates, requests_for: float, every: float = 0.05, want_at: flo
 
 def test_the_imports_wait_until_the_server_has_been_quiet():
     gates = _own_gates()
-    gates.QUIET_S, gates.MOST_S = 0.3, 20.0
+    gates.QUIET_S, gates.MOST_S = 0.5, 20.0
     assert gates.QUIET_S <= _imports_begin(gates, requests_for=0) < 2.0  # an idle server: soon
     loading = _imports_begin(gates, requests_for=1.5)  # a browser loading the frontend
     assert 1.5 + gates.QUIET_S - 0.1 <= loading < 1.5 + gates.QUIET_S + 2.0
@@ -101,10 +101,10 @@ def test_the_imports_wait_until_the_server_has_been_quiet():
 
 def test_a_run_with_nothing_to_show_gets_the_imports_at_once_and_a_busy_server_within_most_s():
     gates = _own_gates()
-    gates.QUIET_S, gates.MOST_S = 0.3, 20.0
+    gates.QUIET_S, gates.MOST_S = 0.5, 20.0
     assert 0.5 <= _imports_begin(gates, requests_for=30, want_at=0.5) < 2.5
     gates = _own_gates()
-    gates.QUIET_S, gates.MOST_S = 0.3, 1.0
+    gates.QUIET_S, gates.MOST_S = 0.5, 1.0
     assert 1.0 <= _imports_begin(gates, requests_for=30) < 3.0  # requests that never stop
 
 
