@@ -154,11 +154,10 @@ def stored(url: str | None, params: bool) -> dict | None:
 
 
 def draw(doc: dict | None, note) -> None:
-    """Draw what a run waiting for the warm-up shows: :data:`NOTE`; with a
-    stored chart (:func:`stored`), the model page's head (:func:`posviz.app.model_facts.header`,
-    from the stored facts) and its chart below, as the page draws them, and the note (with
-    :data:`STORED_NOTE`) in ``note``, a slot in the sidebar: the page that follows draws its chart
-    where this one was."""
+    """Draw what a run waiting for the warm-up shows: :data:`NOTE`; with a stored chart
+    (:func:`stored`), the model page's head (:func:`posviz.app.model_facts.header`, from the stored
+    facts) and its chart below, as the page draws them, and the note (with :data:`STORED_NOTE`) in
+    ``note``, a slot in the sidebar: the page that follows draws its chart where this one was."""
     if doc is None:
         st.info(NOTE, icon=":material/hourglass_top:")
         return
