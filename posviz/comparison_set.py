@@ -23,10 +23,10 @@ from posviz.store import ModelKey, ModelStore, key_for
 from posviz.writing import Export
 
 def recipe_of(table: ModelTable, view: str, q: int | None = None) -> Recipe:
-    """The recipe of one of the comparison's :data:`~posviz.comparison_recipe.VIEWS`: its id, the table's metric and seed, and ``q``, the
-    profiles' position (None: the default, :func:`posviz.model_table.profile_q`), which the table's and the
-    grid's sidecars keep too, so that the whole comparison comes back from any of them
-    (``export --from … --all``).
+    """The recipe of one of the comparison's :data:`~posviz.comparison_recipe.VIEWS`: its id, the table's
+    metric and seed, and ``q``, the profiles' position (None: the default, :func:`posviz.model_table.profile_q`),
+    which the table's and the grid's sidecars keep too, so that the whole comparison comes back from any of
+    them (``export --from … --all``).
 
     Raises
     ------

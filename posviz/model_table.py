@@ -380,7 +380,8 @@ def _references(encoding: PositionEncoding, name: str, table: ModelTable) -> lis
 def compare_models(keys: Sequence[ModelKey], *, store: ModelStore | None = None, metric: str = "cosine",
                    seed: int = 0, progress: Callable[[Progress], None] | None = None,
                    workers: int | None = None) -> ModelTable:
-    """Load up to :data:`~posviz.comparison_recipe.MAX_MODELS` models and score each, with the sinusoid and a random matrix as references.
+    """Load up to :data:`~posviz.comparison_recipe.MAX_MODELS` models and score each, with the sinusoid and a
+    random matrix as references.
 
     Every model is loaded through ``store`` (positions only for keys made by :func:`model_keys`) and scored
     in a thread of its own: its first positional component's vectors (rows 0 … n − 1, the rows the Probes
@@ -396,7 +397,8 @@ def compare_models(keys: Sequence[ModelKey], *, store: ModelStore | None = None,
     Parameters
     ----------
     keys : sequence of ModelKey
-        1 to :data:`~posviz.comparison_recipe.MAX_MODELS` models (:func:`model_keys`; the app passes the sidebar's own key first).
+        1 to :data:`~posviz.comparison_recipe.MAX_MODELS` models (:func:`model_keys`; the app passes the
+        sidebar's own key first).
     store : ModelStore, optional
         Where models are loaded and kept (its loads run one at a time: transformers' loading is not
         thread-safe); a new one by default.

@@ -166,7 +166,8 @@ def test_a_fresh_server_draws_the_stored_chart_then_the_page(bundled_lm, cache_d
 #: Logs the names of the sidebar's page links whenever they change.
 _NAV_LOG = """window.navLog = [];
 new MutationObserver(() => {
-  const names = [...document.querySelectorAll('[data-testid="stSidebarNav"] a')].map(a => a.innerText.trim().split('\\n').pop().trim()).join('|');
+  const links = [...document.querySelectorAll('[data-testid="stSidebarNav"] a')];
+  const names = links.map(a => a.innerText.trim().split('\\n').pop().trim()).join('|');  // the label after its icon
   if (window.navLog[window.navLog.length - 1] !== names) window.navLog.push(names);
 }).observe(document, {subtree: true, childList: true});"""
 
