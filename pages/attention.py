@@ -26,6 +26,7 @@ from posviz.views import attention as views
 from posviz.views import attention_offsets as offset_views
 from posviz.views.limits import MAX_LABELS
 from posviz.recipes import recipe
+from posviz.tokenization import fewest_tokens
 
 #: Tokens a side of the zoom's default window (from the first token): its labels can be read.
 ZOOM = 32
@@ -60,9 +61,11 @@ target = (target or None) if encoder_decoder else None
 decoder_only = not encoder_decoder and lm.family.text_tower is None and caches.causal(key)
 with st.expander("Tokens read and generated", icon=":material/straighten:"):
     default = {} if "limit" in st.session_state else {"value": lm.max_tokens}  # set by the budget's button
-    limit = st.number_input("Read at most (tokens)", 1, lm.max_tokens, **default, **url("limit"),
+    fewest = fewest_tokens(lm)
+    limit = st.number_input("Read at most (tokens)", fewest, lm.max_tokens, **default, **url("limit"),
                             help="The first tokens of the input are read; the rest is dropped, as the model's own "
-                                 "limit drops it.")
+                                 f"limit drops it. At least {fewest}: the tokenizer's special tokens and a token of "
+                                 "each sentence.")
     generate = 0
     if decoder_only:
         generate = st.number_input("Generate after the sentence (tokens)", 0, MOST_GENERATED, 0, **url("generate"),

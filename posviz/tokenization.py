@@ -92,6 +92,20 @@ def longest_first(n1: int, n2: int | None, budget: int) -> tuple[int, int | None
     return (keep_long, keep_short) if n1 > n2 else (keep_short, keep_long)
 
 
+def fewest_tokens(lm: LoadedModel) -> int:
+    """The smallest ``limit`` of :func:`encode` that reads any input of ``lm``: the special tokens its
+    tokenizer adds to a pair of sentences (``num_special_tokens_to_add(pair=True)``: 3 for BERT's
+    ``[CLS] A [SEP] B [SEP]``, 0 for GPT-2) and one token of each sentence. A lower limit raises
+    ValueError in :func:`encode` where the input has the special tokens of a pair.
+
+    Returns
+    -------
+    int
+        Tokens, at least 2 and at most :attr:`LoadedModel.max_tokens`.
+    """
+    return min(lm.max_tokens, lm.tokenizer.num_special_tokens_to_add(pair=True) + 2)
+
+
 def _kept_positions(segment: list[int | None], kept: tuple[int, int | None], from_end: bool) -> list[int]:
     """Positions that survive truncation: every special token (segment None), and the first
     ``kept[s]`` tokens of segment ``s`` (the last ones where the tokenizer truncates on the left)."""

@@ -112,6 +112,24 @@ def test_over_budget_says_so_and_reads_what_fits(bundled_lm, monkeypatch, fresh_
     assert arr(head["data"][0]["z"]).shape[0] == cost.fitting_tokens
 
 
+def test_the_limit_reads_at_least_the_special_tokens_and_a_token_of_each_sentence(bundled_lm):
+    """The field's minimum is the tokenizer's special tokens of a pair and one token of each sentence
+    (5 for BERT); a smaller value, kept in the session (from a model without special tokens) or
+    given by a link, is not used: no failure, and the link's value is named."""
+    at = open_page("attention", limit=5)
+    assert_clean(at, "attention")
+    assert at.number_input(key="limit").min == 5
+    head = figures(at)[0]
+    assert list(head["layout"]["xaxis"]["ticktext"]) == ["[CLS]", "the", "[SEP]", "the", "[SEP]"]
+    at = open_page("attention", limit=1)
+    assert_clean(at, "attention")
+    assert at.number_input(key="limit").value == 5
+    at = open_page("attention", query_params={"limit": "1"})
+    assert_clean(at, "attention")
+    assert at.number_input(key="limit").value == bundled_lm.max_tokens
+    assert any("limit = 1, which this page cannot use" in i.value for i in at.info)
+
+
 def test_generated_tokens_are_read_with_the_sentence_and_marked(tiny_path):
     """A decoder model's page offers a greedy continuation; the figures hold prompt and generation, the
     generated tokens marked; an encoder has no such field."""

@@ -27,7 +27,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import posviz
-from posviz.tokenization import encode, longest_first
+from posviz.tokenization import encode, fewest_tokens, longest_first
 from tests.support.tiny_models import LONG_TEXT, PAIR, SENTENCE, build_tiny
 
 # ------------------------------------------------------------------ models
@@ -249,6 +249,27 @@ def test_longest_first_is_the_tokenizers_rule(lms, name, side):
     finally:
         tok.truncation_side = saved
     assert len(seen) == 2 * 11 * 11  # every combination of lengths was met
+
+
+#: :func:`posviz.tokenization.fewest_tokens` of each model: its tokenizer's special tokens of a pair, and 2.
+FEWEST = {"bundled": 5, "gpt2-bpe": 2, "t5": 5, "bart": 5}
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_fewest_tokens_reads_a_token_of_each_sentence(lms, name):
+    """A pair read at :func:`posviz.tokenization.fewest_tokens` keeps the tokenizer's special tokens
+    and the first token of each sentence; with fewer tokens than the special ones it is a ValueError."""
+    lm = lms[name]
+    tok = lm.tokenizer
+    fewest = fewest_tokens(lm)
+    assert fewest == FEWEST[name]
+    first = [tok.convert_ids_to_tokens(tok(s, add_special_tokens=False)["input_ids"][:1]) for s in (SENTENCE, PAIR)]
+    got = encode(lm, SENTENCE, PAIR, limit=fewest).tokens
+    assert len(got) == fewest
+    assert [t for t in got if t not in tok.all_special_tokens] == first[0] + first[1]
+    if fewest > 2:
+        with pytest.raises(ValueError, match="fewer than its tokenizer's special tokens"):
+            encode(lm, SENTENCE, PAIR, limit=fewest - 3)
 
 
 def test_left_truncation_keeps_the_end(lms):
