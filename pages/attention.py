@@ -18,7 +18,8 @@ from posviz.hub import CheckpointError
 from posviz.app import caches, layout
 from posviz.app.downloads import show
 from posviz.app.notices import (
-    attention_budget_notice, require_attention, require_text, require_weights, truncation_notice,
+    attention_budget_notice, budget_set_limit, require_attention, require_text, require_weights,
+    truncation_notice,
 )
 from posviz.app.navigation import current_model
 from posviz.app.widgets import index_slider, position_range, sentence_inputs, text_field, url
@@ -45,10 +46,6 @@ if encoder_decoder:
         st, "Target sentence (decoder input)", "target", lm, placeholder="empty: the source sentence",
         help="What the decoder reads: the target is tokenized as labels and shifted one token to the "
              "right behind the decoder start token, as in training. Empty: the (first) source sentence.")
-if not text.strip():
-    st.info("Type a sentence above to see its attention patterns.", icon=":material/edit:")
-    st.stop()
-
 stack = "encoder"
 if encoder_decoder:
     stack = st.radio(
@@ -60,7 +57,7 @@ target = (target or None) if encoder_decoder else None
 # a causal text tower beside a vision tower (CLIP) has no language-modelling head: nothing to generate
 decoder_only = not encoder_decoder and lm.family.text_tower is None and caches.causal(key)
 with st.expander("Tokens read and generated", icon=":material/straighten:"):
-    default = {} if "limit" in st.session_state else {"value": lm.max_tokens}  # set by the budget's button
+    default = {} if budget_set_limit() else {"value": lm.max_tokens}  # the button's value, without a default beside it
     fewest = fewest_tokens(lm)
     limit = st.number_input("Read at most (tokens)", fewest, lm.max_tokens, **default, **url("limit"),
                             help="The first tokens of the input are read; the rest is dropped, as the model's own "
@@ -71,6 +68,10 @@ with st.expander("Tokens read and generated", icon=":material/straighten:"):
         generate = st.number_input("Generate after the sentence (tokens)", 0, MOST_GENERATED, 0, **url("generate"),
                                    help="The model's own greedy continuation (the most likely token, step by step), "
                                         "read with the sentence; generated tokens are marked ⟨…⟩.")
+if not text.strip():
+    st.info("Type a sentence above to see its attention patterns.", icon=":material/edit:")
+    st.stop()
+
 limit = None if limit >= lm.max_tokens else int(limit)
 generated = ()
 if generate:

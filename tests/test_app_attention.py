@@ -115,7 +115,8 @@ def test_over_budget_says_so_and_reads_what_fits(bundled_lm, monkeypatch, fresh_
 def test_the_limit_reads_at_least_the_special_tokens_and_a_token_of_each_sentence(bundled_lm):
     """The field's minimum is the tokenizer's special tokens of a pair and one token of each sentence
     (5 for BERT); a smaller value, kept in the session (from a model without special tokens) or
-    given by a link, is not used: no failure, and the link's value is named."""
+    given by a link, is not used (the field has its default, the model's limit): no failure, and the
+    link's value is named."""
     at = open_page("attention", limit=5)
     assert_clean(at, "attention")
     assert at.number_input(key="limit").min == 5
@@ -123,7 +124,7 @@ def test_the_limit_reads_at_least_the_special_tokens_and_a_token_of_each_sentenc
     assert list(head["layout"]["xaxis"]["ticktext"]) == ["[CLS]", "the", "[SEP]", "the", "[SEP]"]
     at = open_page("attention", limit=1)
     assert_clean(at, "attention")
-    assert at.number_input(key="limit").value == 5
+    assert at.number_input(key="limit").value == bundled_lm.max_tokens
     at = open_page("attention", query_params={"limit": "1"})
     assert_clean(at, "attention")
     assert at.number_input(key="limit").value == bundled_lm.max_tokens

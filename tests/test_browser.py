@@ -118,6 +118,26 @@ def test_a_linked_empty_second_sentence_stays_in_the_link(app_url, page):
     assert_no_errors(page, page.url, "linked-empty-pair", LOG)
 
 
+def test_emptying_the_sentence_keeps_the_tokens_read(app_url, page):
+    """Emptying the sentence, then typing another, leaves "Read at most (tokens)" as it was (its default,
+    the model's 512 positions, or the link's value) and reads the new sentence by it: the field, left
+    out of the run that had no sentence, once came back at its minimum, and 5 tokens were read."""
+    ticks_js = f"() => document.querySelector('{CHART}')?.closest('.js-plotly-plot').layout.xaxis.ticktext"
+    for query, limit, ticks in (("layer=2", "512", 12), ("limit=7", "7", 7)):
+        open_page(page, f"{app_url}/attention?{query}", f"emptied-sentence-{limit}", LOG)
+        box = page.get_by_label("Sentence (segment A)")
+        box.fill("")
+        box.press("Enter")
+        page.get_by_text("Type a sentence above to see its attention patterns.").wait_for()
+        box.fill("Hello again my friend")
+        box.press("Enter")
+        page.wait_for_function(f"() => ({ticks_js})()?.includes('hello')")
+        page.locator(IDLE).wait_for(state="attached")
+        assert widget_value(page, "Read at most (tokens)") == limit
+        assert len(page.evaluate(ticks_js)) == ticks
+        assert_no_errors(page, page.url, f"emptied-sentence-{limit}", LOG)
+
+
 def test_similarity_rotary_model(app_url, page, tiny_path):
     """The similarity page of a rotary model: the kernel K(m, n), its three charts and the formula."""
     folder = str(tiny_path("llama"))

@@ -113,8 +113,21 @@ def truncation_notice(truncated: int, lm: LoadedModel, paired: bool = False, lim
                    icon=":material/content_cut:")
 
 
+#: Set with ``limit`` by the button of :func:`attention_budget_notice`, for the run after its click.
+_LIMIT_SET = "limit_set_by_budget"
+
+
 def _set_limit(tokens: int) -> None:
     st.session_state.limit = tokens
+    st.session_state[_LIMIT_SET] = True
+
+
+def budget_set_limit() -> bool:
+    """Whether the button of :func:`attention_budget_notice` has just set ``limit`` (once per click): its
+    field is then drawn without a default, which beside a value set through the Session State API draws
+    Streamlit's warning. Any other run draws it with its default, so that a run that leaves the field
+    out (no sentence) does not reset it to its minimum."""
+    return bool(st.session_state.pop(_LIMIT_SET, False))
 
 
 def attention_budget_notice(cost) -> None:
