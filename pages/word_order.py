@@ -12,6 +12,10 @@ from posviz.app.widgets import DEFAULT_TEXT, text_field, url
 from posviz.recipes import recipe
 from posviz.views import word_order as views
 
+#: A sentence of up to this many words has its words, both orders and the tokens read written out above the
+#: charts; a longer one's are in collapsed sections (2 000 words took some 4 000 pixels at 1024 x 768).
+INLINE_WORDS = 40
+
 key, lm = current_model()
 
 st.title("Word order")
@@ -32,7 +36,9 @@ n = len(words)
 if n < 2:
     st.info("Type a sentence of at least two words: one word has only one order.", icon=":material/edit:")
     st.stop()
-st.caption("Words (the tokenizer's): " + " · ".join(f"**{k}** {w}" for k, w in enumerate(words)))
+long = n > INLINE_WORDS
+with st.expander(f"Words (the tokenizer's), {n:,}, with their indices") if long else st.container():
+    st.caption("Words (the tokenizer's): " + " · ".join(f"**{k}** {w}" for k, w in enumerate(words)))
 
 left, right = st.columns([3, 2])
 permutation = left.radio("Permutation", list(PERMUTATIONS), index=1, horizontal=True, **url("permutation"),
@@ -78,9 +84,10 @@ with st.spinner("Running both orders …"):
     removed = caches.word_order(key, text, tuple(order), True) if refused is None else None
 shown = removed if without else kept
 
-st.markdown(f"**Original:** {' '.join(words)}  \n**Permuted:** {' '.join(shown.permuted_words)}")
-st.caption("The model reads: " + " ".join(f"`{t}`" for t in shown.permuted_tokens)
-           + ". Special tokens stay where the tokenizer put them; a word's tokens move together.")
+with st.expander("Both orders, and the tokens the model reads") if long else st.container():
+    st.markdown(f"**Original:** {' '.join(words)}  \n**Permuted:** {' '.join(shown.permuted_words)}")
+    st.caption("The model reads: " + " ".join(f"`{t}`" for t in shown.permuted_tokens)
+               + ". Special tokens stay where the tokenizer put them; a word's tokens move together.")
 if list(order) == list(range(n)):
     st.info("This order is the sentence itself: nothing to compare. Pick other words or another permutation.",
             icon=":material/info:")

@@ -330,6 +330,21 @@ def test_a_new_sentence_gets_its_own_default_swap():
     assert not [i.value for i in at.info if "nothing to compare" in i.value]
 
 
+def test_a_long_sentence_keeps_its_word_lists_in_collapsed_sections():
+    """A sentence of more words than the page writes out (``INLINE_WORDS``) has its words, both orders and
+    the tokens read in two collapsed sections; a short one has them on the page."""
+    at = open_page("word_order")
+    assert not at.expander and any("**Permuted:**" in m.value for m in at.main.markdown)
+    long = " ".join(f"word{k % 10}" for k in range(60))
+    at.text_input(key="text").input(long).run()
+    assert_clean(at, "word_order")
+    assert [e.label for e in at.expander] == ["Words (the tokenizer's), 60, with their indices",
+                                              "Both orders, and the tokens the model reads"]
+    assert any(c.value.startswith("Words (the tokenizer's): **0** word0") for c in at.expander[0].caption)
+    assert any("**Permuted:**" in m.value for m in at.expander[1].markdown)
+    assert len(figures(at)) == 2
+
+
 def test_page_on_alibi_says_why_there_is_no_switch(tiny_path):
     at = open_page("word_order", query_params={"model": str(tiny_path("bloom"))})
     assert_clean(at, "word_order")
