@@ -64,7 +64,23 @@ def input_kind(config) -> str:
 
 
 class ModelLoadError(RuntimeError):
-    """A model could not be loaded; the message says what failed and what to try."""
+    """A model could not be loaded; the message says what failed and what to try.
+
+    Attributes
+    ----------
+    positions_readable : bool
+        Whether its positions can still be read with ``positions_only=True`` (class attribute; False
+        here, True for :class:`ModelTooLargeError` and :class:`NoTokenizerError`).
+    """
+
+    positions_readable = False
+
+
+class NoTokenizerError(ModelLoadError):
+    """A model that reads text has no usable tokenizer (its repository ships none, or transformers made
+    an empty one): its positions can still be read, without one (``positions_only=True``)."""
+
+    positions_readable = True
 
 
 class ModelTooLargeError(ModelLoadError):
@@ -75,6 +91,8 @@ class ModelTooLargeError(ModelLoadError):
     size, budget : int
         Bytes of the checkpoint's weights, and the most a full load accepts.
     """
+
+    positions_readable = True
 
     def __init__(self, message: str, size: int, budget: int):
         super().__init__(message)
@@ -365,13 +383,16 @@ def _check_size(display: str, files: hub.WeightFiles, budget: int, why: str) -> 
             "(positions only).", size=files.total, budget=budget)
 
 
+_NO_TOKENIZER = "Its positions can still be read without one (positions only)."
+
+
 def _load_tokenizer(path: str, display: str, kwargs: dict, *, offline: bool,
                     step: Callable[[str], None]) -> PreTrainedTokenizerBase:
     """The tokenizer of a model that reads text.
 
     Raises
     ------
-    ModelLoadError
+    NoTokenizerError
         Where it has none, or transformers made an empty one (only special tokens).
     """
     step("Loading the tokenizer …")
@@ -379,14 +400,14 @@ def _load_tokenizer(path: str, display: str, kwargs: dict, *, offline: bool,
     try:
         tokenizer = AutoTokenizer.from_pretrained(path, **kwargs)
     except (OSError, ValueError, TypeError, KeyError) as exc:
-        raise ModelLoadError(
+        raise NoTokenizerError(
             f"'{display}' has no usable tokenizer ({_first_line(exc)}{why}). "
-            "posviz needs one to turn sentences into tokens; pick a model repository that ships one."
+            f"posviz needs one to turn sentences into tokens; pick a model repository that ships one. {_NO_TOKENIZER}"
         ) from exc
     if len(tokenizer.get_vocab()) <= len(tokenizer.all_special_tokens):
-        raise ModelLoadError(
+        raise NoTokenizerError(
             f"'{display}' has no tokenizer files (transformers made an empty one: only special tokens{why}). "
-            "posviz needs one to turn sentences into tokens; pick a repository that ships one.")
+            f"posviz needs one to turn sentences into tokens; pick a repository that ships one. {_NO_TOKENIZER}")
     return tokenizer
 
 
@@ -433,10 +454,12 @@ def load_model(name_or_path: str | None = None, *, revision: str | None = None, 
     ------
     ModelTooLargeError
         A full load of weights larger than ``max_bytes`` (never for the bundled model).
+    NoTokenizerError
+        A full load of a model that reads text and has no usable tokenizer (one that reads an image or
+        audio loads without one, :attr:`LoadedModel.input_kind`; positions only needs none).
     ModelLoadError
         Unknown id or folder, no network and nothing cached, gated or forbidden repository,
-        missing revision, not a transformers model, remote code needed, no tokenizer (for a model that reads
-        text; one that reads an image or audio loads without one, :attr:`LoadedModel.input_kind`), pickle
+        missing revision, not a transformers model, remote code needed, pickle
         weights only (hosted mode, or positions only), a local folder in hosted mode. The
         message says what to try.
     """

@@ -74,6 +74,25 @@ def test_too_large_model_offers_positions_only(tiny_path, monkeypatch):
     assert at.sidebar.selectbox(key="model").value == folder  # what the user typed is kept
 
 
+def test_model_without_a_tokenizer_offers_positions_only(tmp_path):
+    """A text model saved without tokenizer files cannot run sentences; the sidebar says so and its
+    button loads its positions alone: the model page shows its own position table."""
+    from tests.support.tiny_models import build_tiny
+
+    folder = str(build_tiny("gpt2", tmp_path / "bare", with_tokenizer=False))
+    at = open_page("model", {"model": folder})
+    errors = " ".join(e.value for e in at.sidebar.error)
+    assert "has no tokenizer files" in errors and "positions can still be read without one" in errors
+    at.sidebar.button[0].click().run()  # "Show its positions only"
+    assert_clean(at, "model")
+    assert at.sidebar.toggle(key="positions_only").value is True
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Model type"] == "gpt2" and metrics["Max tokens"] == "96"
+    table = posviz.load_model(folder, positions_only=True).encodings[0].vectors(np.arange(96)).numpy()
+    norms = arr(figures(at)[0]["data"][0]["y"])
+    np.testing.assert_allclose(norms, np.linalg.norm(table, axis=1), rtol=1e-5)
+
+
 def test_hosted_mode_refuses_folders_and_caps_text(tiny_path, monkeypatch):
     monkeypatch.setenv("POSVIZ_HOSTED", "1")
     long_text = "word " * 500

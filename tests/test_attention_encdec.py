@@ -134,10 +134,16 @@ def test_bart_default_target_is_bart_own_default(tiny_lm, reference):
         np.testing.assert_allclose(got, want[name], atol=ATOL, rtol=1e-4, err_msg=name)
 
 
-def test_without_decoder_start_token_starts_with_last_label(tiny_lm, monkeypatch):
-    """mBART's convention (no decoder_start_token_id): the last label (its language code) starts."""
-    lm = tiny_lm("bart")
-    monkeypatch.setattr(lm.config, "decoder_start_token_id", None)
+@pytest.mark.parametrize("family", ["bart", "t5"])
+def test_without_decoder_start_token_starts_with_last_label(family, tiny_lm, monkeypatch):
+    """mBART's convention (no decoder_start_token_id): the last label (its language code) starts; the
+    same where the config lacks the attribute (transformers 5's ``T5Config()`` has none)."""
+    lm = tiny_lm(family)
+    if family == "t5":
+        monkeypatch.delattr(lm.config, "decoder_start_token_id")
+        assert not hasattr(lm.config, "decoder_start_token_id")
+    else:
+        monkeypatch.setattr(lm.config, "decoder_start_token_id", None)
     att = posviz.attention(lm, SENTENCE, target=TARGET)
     labels = lm.tokenizer.convert_ids_to_tokens(lm.tokenizer(text_target=TARGET)["input_ids"])
     assert att.decoder_tokens == [labels[-1]] + labels[:-1]

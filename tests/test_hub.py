@@ -199,8 +199,9 @@ def test_not_a_model_and_no_tokenizer(local_hub, tmp_path):
     with pytest.raises(posviz.ModelLoadError, match="is not a transformers model"):
         posviz.load_model(local_hub.add("posviz-test/just-a-readme", tmp_path / "readme"))
     bare = local_hub.add("posviz-test/no-tokenizer", build_tiny("bert", tmp_path / "bare", with_tokenizer=False))
-    with pytest.raises(posviz.ModelLoadError, match="has no tokenizer files"):
+    with pytest.raises(posviz.NoTokenizerError, match="has no tokenizer files") as info:
         posviz.load_model(bare)
+    assert info.value.positions_readable and "positions only" in str(info.value)
     assert posviz.load_model(bare, positions_only=True).max_tokens == 64
 
 

@@ -115,7 +115,8 @@ def decoder_input(lm: LoadedModel, target: str) -> tuple[torch.Tensor, int]:
     tokenization otherwise), truncated to :attr:`LoadedModel.max_tokens`, then shifted one
     token to the right: ``[decoder_start_token_id] + labels[:-1]``. This mirrors
     ``T5PreTrainedModel._shift_right`` and ``transformers.models.bart.modeling_bart.shift_tokens_right``
-    (also Marian, Pegasus, M2M100); where ``config.decoder_start_token_id`` is None it mirrors
+    (also Marian, Pegasus, M2M100); where ``config.decoder_start_token_id`` is None (or missing: a
+    config built from transformers 5's ``T5Config()`` has no such attribute) it mirrors
     ``transformers.models.mbart.modeling_mbart.shift_tokens_right``, which starts with the last
     label (mBART's language code). So the decoder reads what it reads under teacher forcing
     while predicting each label; the last label (usually EOS) is not read.
@@ -149,7 +150,7 @@ def decoder_input(lm: LoadedModel, target: str) -> tuple[torch.Tensor, int]:
     else:
         labels = tok(target, truncation=False, verbose=False)["input_ids"]
     kept = list(labels[:lm.max_tokens])
-    start = lm.config.decoder_start_token_id
+    start = getattr(lm.config, "decoder_start_token_id", None)
     if start is None:
         pad = lm.config.pad_token_id
         real = [i for i in kept if i != pad]

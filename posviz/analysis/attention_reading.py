@@ -459,7 +459,7 @@ def corpus_offsets(lm: LoadedModel, text: str, *, tokens: int = 128, windows: in
         window_ids = torch.tensor([before + chunk + after], device=lm.device)
         inputs = {"input_ids": window_ids, "attention_mask": torch.ones_like(window_ids)}
         if lm.config.is_encoder_decoder:
-            start = lm.config.decoder_start_token_id
+            start = getattr(lm.config, "decoder_start_token_id", None)
             inputs["decoder_input_ids"] = torch.tensor([[start if start is not None else 0]], device=lm.device)
         profile = OffsetProfile.empty(lm.num_layers, lm.num_heads, window_ids.shape[1])
         _run(lm, inputs, _Collector(lm.model, bool(lm.config.is_encoder_decoder), "encoder", set(),

@@ -11,7 +11,7 @@ from posviz import settings
 from posviz.app import caches
 from posviz.app.notices import positions_only_button
 from posviz.app.widgets import url
-from posviz.loading import BUNDLED_NAME, CONFIG_ONLY, LoadedModel, ModelLoadError, ModelTooLargeError
+from posviz.loading import BUNDLED_NAME, CONFIG_ONLY, LoadedModel, ModelLoadError
 from posviz.store import BUNDLED, ModelKey, key_for
 
 #: Models offered in the picker; any other Hub id or local folder can be typed in.
@@ -95,7 +95,7 @@ def _load(wanted: ModelKey) -> tuple[ModelKey, str]:
         with steps.container():
             st.error(f"{exc} Pick another model above (or reload the page to try this one again); "
                      "meanwhile the last model that loaded is shown.", icon=":material/warning:")
-            if isinstance(exc, ModelTooLargeError):
+            if exc.positions_readable:
                 positions_only_button("Show its positions only", True, ":material/speed:")
     key = st.session_state.get("last_good_model", BUNDLED)
     try:
