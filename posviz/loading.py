@@ -393,7 +393,8 @@ def _load_tokenizer(path: str, display: str, kwargs: dict, *, offline: bool,
     Raises
     ------
     NoTokenizerError
-        Where it has none, or transformers made an empty one (only special tokens).
+        Where it has none, or transformers made an empty one (only special tokens, and SentencePiece's
+        word-boundary piece).
     """
     step("Loading the tokenizer …")
     why = "; the Hub cannot be reached and the local cache has no tokenizer for it" if offline else ""
@@ -404,7 +405,9 @@ def _load_tokenizer(path: str, display: str, kwargs: dict, *, offline: bool,
             f"'{display}' has no usable tokenizer ({_first_line(exc)}{why}). "
             f"posviz needs one to turn sentences into tokens; pick a model repository that ships one. {_NO_TOKENIZER}"
         ) from exc
-    if len(tokenizer.get_vocab()) <= len(tokenizer.all_special_tokens):
+    # without files transformers makes an empty one: special tokens alone, and a SentencePiece one (T5's) with
+    # its word-boundary piece "▁" beside them
+    if len(set(tokenizer.get_vocab()) - set(tokenizer.all_special_tokens) - {"▁"}) == 0:
         raise NoTokenizerError(
             f"'{display}' has no tokenizer files (transformers made an empty one: only special tokens{why}). "
             f"posviz needs one to turn sentences into tokens; pick a repository that ships one. {_NO_TOKENIZER}")

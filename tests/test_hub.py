@@ -202,6 +202,10 @@ def test_not_a_model_and_no_tokenizer(local_hub, tmp_path):
     with pytest.raises(posviz.NoTokenizerError, match="has no tokenizer files") as info:
         posviz.load_model(bare)
     assert info.value.positions_readable and "positions only" in str(info.value)
+    # a SentencePiece tokenizer made from nothing (T5's) holds its word-boundary piece "▁" beside the special tokens
+    bare_t5 = local_hub.add("posviz-test/no-tokenizer-t5", build_tiny("t5", tmp_path / "bare-t5", with_tokenizer=False))
+    with pytest.raises(posviz.NoTokenizerError, match="has no tokenizer files"):
+        posviz.load_model(bare_t5)
     assert posviz.load_model(bare, positions_only=True).max_tokens == 64
 
 
