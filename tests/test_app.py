@@ -159,6 +159,10 @@ def test_projection_pca_ranges_3d_path_and_bad_boundary(matrix):
     traces = figures(at)[0]["data"]
     assert [t["type"] for t in traces] == ["scatter3d", "scatter3d"]
     assert [_points(t).shape for t in traces] == [(128, 3), (384, 3)]
+    layout = figures(at)[0]["layout"]
+    assert [layout["scene"][f"{a}axis"]["title"]["text"] for a in "xyz"] == ["PC 1", "PC 2", "PC 3"]
+    # the legend below the scene: beside it, it narrowed the scene and the z axis fell outside at 1024 px
+    assert (layout["legend"]["orientation"], layout["legend"]["yref"]) == ("h", "container")
 
     at.toggle(key="path").set_value(True).run()
     assert_clean(at, "projection")

@@ -20,8 +20,8 @@ from posviz.analysis.similarity import block_mean
 from posviz.views.limits import MAX_CELLS, MAX_LABELS, MAX_TILE_CELLS
 from posviz.views.style import (
     DIVERGING, MISSING, QUALITATIVE, REFERENCE, SEQUENTIAL, TEMPLATE, TICK_LABELS, TITLE_CHARS, colour_bar,
-    assign_validated, leave_room_for_tile_titles, legend_below, line_colours, log_ticks, new_figure, set_axes,
-    set_title, token_ticks, wrap,
+    assign_validated, leave_room_for_tile_titles, legend_below, line_colours, log_ticks, new_figure, scene_3d,
+    set_axes, set_title, token_ticks, wrap,
 )
 
 #: Token labels per axis of a heatmap beside its "hidden" strip (its square is some two thirds of a plain one's).
@@ -226,10 +226,9 @@ def projection_figure(coords: np.ndarray, boundaries: list[int], path: bool, tit
         ))
     fig.update_layout(legend=dict(itemsizing="constant"))
     titles = [f"{axis_name} {i + 1}" for i in range(dims)]
-    if dims == 3:  # a camera further out than plotly's default, so that no axis title leaves the scene
-        fig.update_layout(scene=dict(xaxis_title=titles[0], yaxis_title=titles[1], zaxis_title=titles[2],
-                                     camera=dict(eye=dict(x=1.7, y=1.7, z=1.2)), aspectmode="cube"),
-                          margin=dict(l=10, r=10, t=70, b=10))
+    if dims == 3:
+        scene_3d(fig, titles)
+        fig.update_layout(margin=dict(l=10, r=10, t=70, b=10))
     else:
         set_axes(fig, "x", title=titles[0])
         set_axes(fig, "y", title=titles[1])

@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 from posviz.analysis.patch_grid import map_stride, mosaic, patch_maps, special_maps
 from posviz.positions import PositionEncoding
 from posviz.views.figures import HEATMAP_ASPECT
-from posviz.views.style import MISSING, SEQUENTIAL, colour_bar, legend_below, new_figure, set_axes
+from posviz.views.style import MISSING, SEQUENTIAL, colour_bar, legend_below, new_figure, scene_3d, set_axes
 from posviz.views.view import View, view_id
 
 #: What the projection's points can be coloured by, for a table whose rows form a grid.
@@ -162,8 +162,7 @@ def grid_projection_figure(coords: np.ndarray, positions: np.ndarray, grid, by: 
     legend_below(fig)
     titles = [f"{axis_name} {i + 1}" for i in range(dims)]
     if dims == 3:
-        fig.update_layout(scene=dict(xaxis_title=titles[0], yaxis_title=titles[1], zaxis_title=titles[2],
-                                     camera=dict(eye=dict(x=1.7, y=1.7, z=1.2)), aspectmode="cube"))
+        scene_3d(fig, titles)
     else:
         set_axes(fig, "x", title=titles[0])
         set_axes(fig, "y", title=titles[1])
