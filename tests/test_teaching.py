@@ -262,6 +262,21 @@ def test_log_ticks_are_plain_numbers_in_the_data_range():
     assert list(wide.layout.yaxis.ticktext) == ["10⁻⁶", "10⁻⁵", "0.0001", "0.001", "0.01", "0.1", "1", "10"]
 
 
+@pytest.mark.parametrize("n, shown, size", [(12, 12, 22), (13, 13, 20), (17, 17, 15), (18, 9, 22), (40, 10, 22)])
+def test_presentation_names_every_token_where_a_smaller_type_fits(n, shown, size):
+    """On a projector a heatmap of 13 tokens names all 13 in 20 px type (it named every other one), down
+    to the screen's 15 px; with more, every k-th token in the projector's 22 px (12 fit its room)."""
+    tokens = [f"w{i}" for i in range(n)]
+    fig = style.new_figure("attention", height=None, aspect=1)
+    style.token_ticks(fig, "x", tokens)
+    style.token_ticks(fig, "y", tokens)
+    style.for_presentation(fig)
+    for axis in (fig.layout.xaxis, fig.layout.yaxis):
+        assert len(axis.ticktext) == shown and axis.tickfont.size == size
+        assert list(axis.ticktext) == tokens[::n // shown]
+        assert size * len(axis.ticktext) <= style.PRESENT_FONT * style.PRESENT_TICK_LABELS  # as much room as 12 at 22 px
+
+
 def test_input_norms_log_axis_labels_what_a_student_reads():
     at = open_page("input")
     assert_clean(at, "input")

@@ -369,12 +369,26 @@ def for_presentation(fig: go.Figure) -> go.Figure:
     meta = fig.layout.meta or {}
     if "title" in meta:
         _remember(fig, look="projector")
-    for axis in ("x", "y"):
-        if f"{axis}_tokens" in meta:
-            token_ticks(fig, axis, meta[f"{axis}_tokens"], PRESENT_TICK_LABELS, meta.get(f"{axis}_first", 0))
+    _large_token_ticks(fig, PRESENT_TICK_LABELS, PRESENT_FONT)
     if fig.layout.height:
         fig.update_layout(height=int(fig.layout.height * 1.25))
     return fig
+
+
+def _large_token_ticks(fig: go.Figure, most: int, size: int) -> None:
+    """The token labels (:func:`token_ticks`) of a figure in large type, in place: up to ``most`` labels
+    in ``size`` pixels, else every label in the smaller type that fits as many in the same room, down
+    to :data:`FONT` (13 tokens on a projector: every one at 20 px, not every other one at 22 px), else
+    every k-th label in ``size``."""
+    meta = fig.layout.meta or {}
+    for axis in ("x", "y"):
+        if f"{axis}_tokens" not in meta:
+            continue
+        labels, first = meta[f"{axis}_tokens"], meta.get(f"{axis}_first", 0)
+        fitting = size * most // max(len(labels), 1)
+        shown = len(labels) if fitting >= FONT else most
+        token_ticks(fig, axis, labels, shown, first)
+        set_axes(fig, axis, 1, tickfont=dict(size=min(size, fitting) if fitting >= FONT else size))
 
 
 def for_slide(fig: go.Figure, columns: int = 1, heading: str = "") -> go.Figure:
@@ -390,9 +404,10 @@ def for_slide(fig: go.Figure, columns: int = 1, heading: str = "") -> go.Figure:
     if columns > 1:
         fig.update_traces(colorbar_thickness=20, selector=dict(type="heatmap"))
     meta = fig.layout.meta or {}
-    for axis in ("x", "y"):
-        if f"{axis}_tokens" in meta and columns == 1:
-            token_ticks(fig, axis, meta[f"{axis}_tokens"], SLIDE_TICK_LABELS, meta.get(f"{axis}_first", 0))
+    if columns == 1:
+        _large_token_ticks(fig, SLIDE_TICK_LABELS, PRESENT_FONT)
+    else:
+        _large_token_ticks(fig, PRESENT_TICK_LABELS, FONT + 3)
     if "title" in meta:  # one line of title: the same plot area in a wider figure
         shown = "" if heading and heading == meta["title"].replace("<br>", " ") else meta["title"]
         _remember(fig, look="slide", columns=columns, title=shown,
