@@ -36,7 +36,9 @@ if encoding.grid is not None:
 
 boundaries, ignored = positions.parse_boundaries(typed, n)
 for part in ignored:
-    st.warning(f"'{part}' is not a position between 1 and {n - 1}; it is ignored.", icon=":material/warning:")
+    what = "a whole number" if not part.strip().lstrip("-").isdigit() else f"a position between 1 and {n - 1}"
+    st.warning(f"Range boundaries: '{part}' is not {what}, so it is ignored. Type positions between 1 and {n - 1}, "
+               "separated by commas, e.g. 128.", icon=":material/warning:")
 
 try:
     with st.spinner(f"Running {method.upper()} on positions {first}–{last} …"):

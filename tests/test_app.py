@@ -175,9 +175,13 @@ def test_projection_pca_ranges_3d_path_and_bad_boundary(matrix):
     at.toggle(key="path").set_value(False)
     at.text_input(key="boundaries").set_value("abc").run()
     assert not at.exception, [e.value for e in at.exception]
-    assert any("abc" in w.value for w in at.warning), [w.value for w in at.warning]
+    assert any("'abc' is not a whole number, so it is ignored. Type positions between 1 and 511" in w.value
+               for w in at.warning), [w.value for w in at.warning]
     traces = figures(at)[0]["data"]
     assert [len(arr(t["x"])) for t in traces] == [512]
+    at.text_input(key="boundaries").set_value("300, 900").run()
+    assert any("'900' is not a position between 1 and 511, so it is ignored." in w.value for w in at.warning)
+    assert [len(arr(t["x"])) for t in figures(at)[0]["data"]] == [300, 212]
 
 
 # ---------------------------------------------------------------- Input representation

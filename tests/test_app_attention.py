@@ -131,6 +131,25 @@ def test_the_limit_reads_at_least_the_special_tokens_and_a_token_of_each_sentenc
     assert any("limit = 1, which this page cannot use" in i.value for i in at.info)
 
 
+@pytest.mark.parametrize("raised, said", [
+    (RuntimeError("boom"), "This view failed for the current model and input (RuntimeError: boom). Your inputs are kept"),
+    (ImportError("cannot import name 'x' from 'posviz.tokenization'"), "If posviz was updated while the app was running, "
+                                                                      "restart the app"),
+])
+def test_a_failing_view_says_what_to_do_and_keeps_the_inputs(raised, said, monkeypatch):
+    """The page's last net: an error in words (an ImportError: restart the app, whose library is older than
+    the page's file), no traceback, the sentence kept, the sidebar usable."""
+    def fails(*args, **kwargs):
+        raise raised
+
+    monkeypatch.setattr(caches, "attention_size", fails)
+    at = open_page("attention", text="Ducks swim north")
+    assert not at.exception
+    assert [said in e.value for e in at.main.error] == [True], [e.value for e in at.main.error]
+    assert at.text_input(key="text").value == "Ducks swim north"
+    assert at.sidebar.selectbox(key="model").value
+
+
 def test_generated_tokens_are_read_with_the_sentence_and_marked(tiny_path):
     """A decoder model's page offers a greedy continuation; the figures hold prompt and generation, the
     generated tokens marked; an encoder has no such field."""

@@ -144,8 +144,15 @@ def attention_budget_notice(cost) -> None:
 
 
 def page_failed(exc: Exception) -> None:
-    """Report an unexpected failure of a page in words, log the traceback, keep the app usable."""
+    """Report an unexpected failure of a page in words, log the traceback, keep the app usable. An
+    ImportError is no matter of the model or the input: a page's file runs afresh each time, the
+    library's modules stay as the server imported them, so new code under a running server fails so."""
     LOG.exception("page failed")
+    if isinstance(exc, ImportError):
+        st.error(f"This page could not import what it needs ({type(exc).__name__}: {exc}). If posviz was updated "
+                 "while the app was running, restart the app (stop it and start it again); otherwise reinstall "
+                 "its requirements. The full error is in the server log.", icon=":material/error:")
+        return
     st.error(f"This view failed for the current model and input ({type(exc).__name__}: {exc}). "
              "Your inputs are kept: try another sentence or model, or another page. "
              "The full error is in the server log.", icon=":material/error:")
