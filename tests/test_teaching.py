@@ -302,8 +302,10 @@ def test_attention_by_offset_every_head_its_own_colour():
     assert len(heads) == 12
     colours = [t["line"]["color"] for t in heads]
     assert len(set(colours)) == 12
-    others = {t["line"]["color"] for t in fig["data"] if not t["name"].startswith("head")}
-    assert not others & set(colours)  # no head shares the reference's colour
+    assert colours == style.line_colours(12)  # Viridis in head order, as the heads alone
+    (sinusoid,) = [t for t in fig["data"] if not t["name"].startswith("head")]
+    # the reference line black and dashed: the 13th Viridis sample, as yellow as head 11's, was too close
+    assert sinusoid["name"] == "sinusoid" and sinusoid["line"] == style.REFERENCE
 
 
 def test_typed_special_token_gets_a_notice():

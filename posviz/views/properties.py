@@ -162,7 +162,8 @@ def attention_by_offset(matrices: np.ndarray, reference: np.ndarray, width: int)
     offsets, ref_profile, _, _ = proximity_by_offset(reference, signed=True)
     profiles["sinusoid"] = ref_profile  # a short name: 13 or 17 lines keep their legend beside the plot
     title = "Mean attention against the offset k = key − query (mean over queries)"
-    fig = figures.line_figure(profiles, title, "offset k = key − query", "mean weight", x=offsets)
+    fig = figures.line_figure(profiles, title, "offset k = key − query", "mean weight", x=offsets,
+                              references=("sinusoid",))
     return View(fig, title, {"offsets": offsets, "mean_attention": np.stack(list(profiles.values()))},
                 f"sinusoid: the sinusoid of width {width} attending by position alone, softmax(P·Pᵀ/√d). "
                 "A local head peaks at k = 0 or ±1; a symmetric one is its own mirror image about k = 0; a "
