@@ -163,6 +163,7 @@ def test_projection_pca_ranges_3d_path_and_bad_boundary(matrix):
     assert [layout["scene"][f"{a}axis"]["title"]["text"] for a in "xyz"] == ["PC 1", "PC 2", "PC 3"]
     # the legend below the scene: beside it, it narrowed the scene and the z axis fell outside at 1024 px
     assert (layout["legend"]["orientation"], layout["legend"]["yref"]) == ("h", "container")
+    assert layout["legend"]["itemsizing"] == "constant"  # legend markers as large as in 2-D, not the scene's 4 px
 
     at.toggle(key="path").set_value(True).run()
     assert_clean(at, "projection")

@@ -224,12 +224,13 @@ def projection_figure(coords: np.ndarray, boundaries: list[int], path: bool, tit
             marker=dict(size=4 if dims == 3 else 7, color=QUALITATIVE[i % len(QUALITATIVE)]),
             hovertemplate="position %{customdata}<extra></extra>",
         ))
-    fig.update_layout(legend=dict(itemsizing="constant"))
     titles = [f"{axis_name} {i + 1}" for i in range(dims)]
     if dims == 3:
         scene_3d(fig, titles)
+        legend_below(fig, itemsizing="constant")
         fig.update_layout(margin=dict(l=10, r=10, t=70, b=10))
     else:
+        fig.update_layout(legend=dict(itemsizing="constant"))
         set_axes(fig, "x", title=titles[0])
         set_axes(fig, "y", title=titles[1])
     return fig

@@ -210,13 +210,12 @@ def legend_below(fig: go.Figure, **legend) -> None:
 
 
 def scene_3d(fig: go.Figure, titles: Sequence[str]) -> None:
-    """Lay out a 3-D scatter's scene in place: its axes titled ``titles`` (x, y, z), a cube, a camera
-    further out than plotly's default (no axis title leaves the scene) and the legend below
-    (:func:`legend_below`): beside the scene it took a third of its width, and at 1024 px the z axis's
+    """Lay out a 3-D scatter's scene in place: its axes titled ``titles`` (x, y, z), a cube and a camera
+    further out than plotly's default, so that no axis title leaves the scene. Put its legend below
+    (:func:`legend_below`): beside the scene it takes a third of its width, and at 1024 px the z axis's
     title and ticks fell outside the narrower scene."""
     fig.update_layout(scene=dict(xaxis_title=titles[0], yaxis_title=titles[1], zaxis_title=titles[2],
                                  camera=dict(eye=dict(x=1.7, y=1.7, z=1.2)), aspectmode="cube"))
-    legend_below(fig)
 
 
 def set_title(fig: go.Figure, text: str) -> None:
