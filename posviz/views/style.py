@@ -384,10 +384,13 @@ def _large_token_ticks(fig: go.Figure, most: int, size: int) -> None:
         if f"{axis}_tokens" not in meta:
             continue
         labels, first = meta[f"{axis}_tokens"], meta.get(f"{axis}_first", 0)
-        fitting = size * most // max(len(labels), 1)
-        shown = len(labels) if fitting >= FONT else most
-        token_ticks(fig, axis, labels, shown, first)
-        set_axes(fig, axis, 1, tickfont=dict(size=min(size, fitting) if fitting >= FONT else size))
+        fitting = size * most // max(len(labels), 1)  # the type in which every label fits
+        if fitting >= FONT:
+            token_ticks(fig, axis, labels, len(labels), first)
+            set_axes(fig, axis, 1, tickfont=dict(size=min(size, fitting)))
+        else:
+            token_ticks(fig, axis, labels, most, first)
+            set_axes(fig, axis, 1, tickfont=dict(size=size))
 
 
 def for_slide(fig: go.Figure, columns: int = 1, heading: str = "") -> go.Figure:
