@@ -376,6 +376,14 @@ def test_mpnet_relative_bias_is_compute_position_bias(tiny_lm, reference):
         rel.buckets(offsets), model.encoder.relative_position_bucket(torch.as_tensor(offsets)).numpy())
 
 
+def test_t5_encoder_bias_names_its_one_unused_row(tiny_lm):
+    """T5's 32 buckets over both directions within 512 positions: 31 are added, and the text says the one
+    other row is never used (in words for one row: "the other row is", not "the other 1 are")."""
+    rel = tiny_lm("t5").encodings[0]
+    assert (rel.table.shape[0], rel.used_buckets) == (32, 31)
+    assert "adds only 31 of them: the other row is never used, and not shown." in rel.describe()
+
+
 def test_mpnet_bias_is_what_the_forward_adds_when_the_table_has_more_buckets(tmp_path):
     """A table of 64 buckets: MPNetEncoder.forward still buckets with compute_position_bias' default (32), so
     the bias shown is the one captured from the forward pass, and the text says 32 rows are never used."""

@@ -103,8 +103,9 @@ class RelativeBias(PositionEncoding):
     def describe(self) -> str:
         direction = "one direction (decoder: keys up to the query)" if self.causal else "both directions"
         rows, used = self.table.shape[0], self.used_buckets
-        unused = (f" The table has {rows} rows, but the model's forward pass adds only {used} of them: the other "
-                  f"{rows - used} are never used, and not shown." if used < rows else "")
+        unread = "the other row is" if rows - used == 1 else f"the other {rows - used} are"
+        unused = (f" The table has {rows} rows, but the model's forward pass adds only {used} of them: {unread} "
+                  "never used, and not shown." if used < rows else "")
         return (f"Bucketed relative position bias (T5: Raffel et al., 2020): no position vector; each head "
                 f"adds a learned scalar B[bucket(n − m), h] to the score of query m and key n. "
                 f"{used} buckets over {direction}: offsets below a few positions get a bucket "
