@@ -36,7 +36,7 @@ if encoding.grid is not None:
 
 boundaries, ignored = positions.parse_boundaries(typed, n)
 for part in ignored:
-    what = "a whole number" if not part.strip().lstrip("-").isdigit() else f"a position between 1 and {n - 1}"
+    what = "a whole number" if not part.lstrip("-").isdigit() else f"a position between 1 and {n - 1}"
     st.warning(f"Range boundaries: '{part}' is not {what}, so it is ignored. Type positions between 1 and {n - 1}, "
                "separated by commas, e.g. 128.", icon=":material/warning:")
 
