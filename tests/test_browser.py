@@ -13,12 +13,14 @@ where it fails: ``.ci/run`` installs it.
 
 from __future__ import annotations
 
+import base64
 import re
 import time
 import urllib.parse
 
 import pytest
 
+from posviz.app import layout
 from tests.support.browser import browser  # noqa: F401  the module's Chromium (a fixture)
 from tests.support.browser import (CHART, IDLE, ROOT, assert_no_errors, full_screenshot, log_tail, new_page,
                                    open_page, running_app)
@@ -72,6 +74,9 @@ def test_page_renders(app_url, page, name):
     assert title.inner_text().strip() == heading
     if name == "model":
         assert page.get_by_text("all-MiniLM-L6-v2").first.is_visible()
+        # the tab's icon is posviz's, handed over as a data: URL (not a file Streamlit encodes again)
+        icon = page.eval_on_selector("link[rel='shortcut icon']", "e => e.getAttribute('href')")
+        assert icon == layout.icon_url() and base64.b64decode(icon.split(",", 1)[1]) == layout.ICON.read_bytes()
     full_screenshot(page, name)
     print(f"{name}: rendered in {elapsed:.1f} s")
 

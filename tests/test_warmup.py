@@ -6,6 +6,9 @@ from __future__ import annotations
 import ast
 import asyncio
 import importlib.util
+import os
+import subprocess
+import sys
 import threading
 import time
 
@@ -14,7 +17,7 @@ from streamlit.testing.v1 import AppTest
 
 from posviz.app import caches
 from posviz.views import positions
-from tests.support.apptest import APP, TIMEOUT, apptest_like_browser, assert_clean, open_page  # noqa: F401
+from tests.support.apptest import APP, ROOT, TIMEOUT, apptest_like_browser, assert_clean, open_page  # noqa: F401
 
 
 def _warm() -> None:
@@ -40,6 +43,33 @@ def test_first_visits_after_the_warm_up_compute_nothing(monkeypatch):
     for page in ("similarity", "input", "attention", "projection"):
         assert_clean(open_page(page), page)
     assert calls == [], f"the first visits computed {calls}: the warm-up's defaults are not the pages'"
+
+
+#: In a fresh process: the warm-up up to its first run's one-time work, then the app's first script
+#: run (the model page); prints the modules that run imported.
+_FIRST_RUN = f"""
+import os, sys, time
+from streamlit.testing.v1 import AppTest
+AppTest.from_string("import streamlit as st\\nst.write(1)").run()  # AppTest's own first-run imports
+from posviz.app import warmup
+warmup.start()
+while "first run's one-time work" not in warmup.timings:
+    time.sleep(0.1)
+before = set(sys.modules)
+at = AppTest.from_file({str(APP)!r}, default_timeout={TIMEOUT}).run()
+assert not at.exception and at.get("plotly_chart"), at.exception
+print(sorted(set(sys.modules) - before), flush=True)
+os._exit(0)  # the warm-up thread goes on with scikit-learn and umap-learn: a normal exit aborts under it
+"""
+
+
+def test_the_first_visitors_run_imports_nothing_after_the_warm_up(tmp_path):
+    # without first_run_once it imported 34 modules (PIL's plugins, Streamlit's material icons, plotly's
+    # layout and trace classes, orjson): about 0.08 s of a first visit's run
+    done = subprocess.run([sys.executable, "-c", _FIRST_RUN], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, POSVIZ_CACHE_DIR=str(tmp_path), HF_HUB_OFFLINE="1"))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "[]"
 
 
 def test_app_py_is_an_st_app_with_the_warm_up_as_its_lifespan_and_the_preload_as_its_middleware():

@@ -15,6 +15,8 @@ Three rules, in one style sheet the entry script adds to every page (:func:`styl
 
 from __future__ import annotations
 
+import base64
+import functools
 import threading
 from contextlib import contextmanager
 from pathlib import Path
@@ -86,9 +88,18 @@ def proportional(aspect: float, max_width: int | None = None) -> Iterator[None]:
         yield
 
 
+@functools.cache
+def icon_url() -> str:
+    """:data:`ICON` as a ``data:`` URL. Streamlit hands a URL to the browser as it is; a file it opens
+    with PIL and encodes again in every script run (PIL's plugins imported in the first: about 0.1 s
+    of the first visitor's run)."""
+    return "data:image/png;base64," + base64.b64encode(ICON.read_bytes()).decode("ascii")
+
+
 def page_config() -> None:
-    """The page's title and icon in the browser tab, and the wide layout: first in every script run."""
-    st.set_page_config(page_title="posviz · position embeddings", page_icon=str(ICON), layout="wide")
+    """The page's title and icon in the browser tab (:func:`icon_url`), and the wide layout: first in
+    every script run."""
+    st.set_page_config(page_title="posviz · position embeddings", page_icon=icon_url(), layout="wide")
 
 
 def chart(fig, config: dict, aspect: float | None, max_width: int | None = None) -> None:

@@ -18,8 +18,6 @@ from posviz.app.widgets import keep_linked_sentences
 from posviz.loading import LoadedModel
 from posviz.store import ModelKey
 
-#: The favicon, local: no icon is fetched from a font CDN.
-
 #: The pages, in the order of the navigation; paths are relative to ``app.py``.
 PAGES = [
     ("pages/model.py", "Model", ":material/info:", ""),
