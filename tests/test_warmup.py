@@ -45,27 +45,26 @@ def test_first_visits_after_the_warm_up_compute_nothing(monkeypatch):
     assert calls == [], f"the first visits computed {calls}: the warm-up's defaults are not the pages'"
 
 
-#: In a fresh process: the warm-up up to its first run's one-time work, then the app's first script
-#: run (the model page); prints the modules that run imported.
+#: In a fresh process: the whole warm-up (its thread joined: nothing it imports can land in the run's
+#: count), then the app's first script run (the model page); prints the modules that run imported.
 _FIRST_RUN = f"""
-import os, sys, time
+import sys
 from streamlit.testing.v1 import AppTest
 AppTest.from_string("import streamlit as st\\nst.write(1)").run()  # AppTest's own first-run imports
 from posviz.app import warmup
 warmup.start()
-while "first run's one-time work" not in warmup.timings:
-    time.sleep(0.1)
+warmup._thread.join(timeout=240)
+assert not warmup._thread.is_alive(), f"the warm-up did not end: {{warmup.timings}}"
 before = set(sys.modules)
 at = AppTest.from_file({str(APP)!r}, default_timeout={TIMEOUT}).run()
 assert not at.exception and at.get("plotly_chart"), at.exception
 print(sorted(set(sys.modules) - before), flush=True)
-os._exit(0)  # the warm-up thread goes on with scikit-learn and umap-learn: a normal exit aborts under it
 """
 
 
 def test_the_first_visitors_run_imports_nothing_after_the_warm_up(tmp_path):
-    # without first_run_once it imported 34 modules (PIL's plugins, Streamlit's material icons, plotly's
-    # layout and trace classes, orjson): about 0.08 s of a first visit's run
+    # without first_run_once the run imports PIL.ImageFile and streamlit.material_icon_names (and, for a
+    # visitor who comes before the warm-up's default views, plotly's figure classes and JSON encoder)
     done = subprocess.run([sys.executable, "-c", _FIRST_RUN], cwd=ROOT, capture_output=True, text=True, timeout=300,
                           env=dict(os.environ, POSVIZ_CACHE_DIR=str(tmp_path), HF_HUB_OFFLINE="1"))
     assert done.returncode == 0, done.stderr[-2000:]
