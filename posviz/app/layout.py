@@ -90,9 +90,8 @@ def proportional(aspect: float, max_width: int | None = None) -> Iterator[None]:
 
 @functools.cache
 def icon_url() -> str:
-    """:data:`ICON` as a ``data:`` URL. Streamlit hands a URL to the browser as it is; a file it opens
-    with PIL and encodes again in every script run (PIL's plugins imported in the first: about 0.1 s
-    of the first visitor's run)."""
+    """:data:`ICON` as a ``data:`` URL. Streamlit hands a URL to the browser as it is; a file it reads,
+    checks with PIL and registers as a media file again in every script run."""
     return "data:image/png;base64," + base64.b64encode(ICON.read_bytes()).decode("ascii")
 
 

@@ -139,8 +139,8 @@ def first_run_once(lm) -> None:
     icons, :data:`posviz.app.navigation.PAGES`), plotly imports the classes of the first chart's
     traces and layout, and Streamlit's encoder of its JSON (``plotly.io.to_json``, as
     ``st.plotly_chart`` calls it); PIL's ``ImageFile``, which Streamlit imports for the page's icon.
-    Nothing is drawn or kept; on a first visit these took about 0.08 s of the script run. Must import
-    after stage 1."""
+    Nothing is drawn or kept. The plotly part spares a visitor who comes before the default views
+    (which build figures too); the rest, every first visitor. Must import after stage 1."""
     import PIL.ImageFile  # noqa: F401
     import plotly.io
     from streamlit.string_util import validate_icon_or_emoji
