@@ -34,8 +34,8 @@ sizes bytes (MB = 10^6 B). Sections, numbered as in the issue:
 5. Reruns: the server's time for one rerun (``bench/serve.py``: until the browser is told the run
    has finished) after one ArrowRight on the attention page's layer slider and after typing q on
    the similarity page, the browser's time for the same (key press until the charts changed and
-   the script finished), and the forward passes those reruns ran (posviz.attention,
-   posviz.input_representation, posviz.similarity calls).
+   the script finished), and the forward passes those reruns ran (the app's read_attention,
+   attention, input_representation and similarity calls, :data:`bench.serve.COUNTED`).
 6. Compute on cpu, and on cuda against cpu where a GPU is present ("no GPU" otherwise); a
    randomly initialised Llama-style model with 32,768 positions (rotary), on each device.
 7. Attention at any length: the Attention page's computations at 512, 2 048 and 8 192 tokens of a

@@ -10,8 +10,10 @@ appends one JSON line to that file per event:
   browser it has finished (the server's time for one rerun), ``total`` with the clean-up after
   it (Streamlit's ``gc.collect`` after every run where ``runner.postScriptGC`` is on; the app's
   config turns it off);
-* ``{"event": "call", "fn": "attention" | "input_representation", "seconds": <s>}`` for each
-  forward pass the app asks posviz for (and each ``similarity``, a position-position matrix).
+* ``{"event": "call", "fn": "read_attention" | "attention" | "input_representation", "seconds": <s>}``
+  for each forward pass the app asks posviz for (the attention page reads through
+  ``read_attention``; ``attention`` is the probes' previous-token head), and each ``similarity``
+  (a position-position matrix).
 
 With ``POSVIZ_BENCH_PROFILE=<folder>`` each script run is also profiled (``cProfile``), its
 statistics written to ``<folder>/run-<n>.prof`` (for ``python -m pstats``).
@@ -34,7 +36,8 @@ import time
 
 EVENTS = os.environ.get("POSVIZ_BENCH_EVENTS")
 #: (module, function): where the app looks the counted functions up.
-COUNTED = (("posviz.app.caches", "attention"), ("posviz.app.caches", "input_representation"),
+COUNTED = (("posviz.app.caches", "read_attention"), ("posviz.app.caches", "attention"),
+           ("posviz.app.caches", "input_representation"),
            ("posviz.analysis.similarity", "similarity"))
 PROFILE = os.environ.get("POSVIZ_BENCH_PROFILE")
 _lock = threading.Lock()

@@ -92,6 +92,19 @@ def test_attention_by_offset_is_the_diagonals(bundled_lm):
     assert 4 <= count <= 16 and f"mean over {count} windows of 128 tokens" in title_text(sinks)
 
 
+def test_the_layer_and_head_sliders_run_no_forward_pass_again(monkeypatch, fresh_readings):
+    at = open_page("attention", layer=0, head=0)
+    assert_clean(at, "attention")
+    reads = []
+    original = caches.read_attention
+    monkeypatch.setattr(caches, "read_attention", lambda *a, **k: reads.append(a[1]) or original(*a, **k))
+    at.slider(key="layer").set_value(4).run()
+    at.slider(key="head").set_value(9).run()
+    assert_clean(at, "attention")
+    assert title_text(figures(at)[0]).startswith("Layer 4, head 9")
+    assert reads == []
+
+
 def test_over_budget_says_so_and_reads_what_fits(bundled_lm, monkeypatch, fresh_readings):
     monkeypatch.setenv("POSVIZ_ATTENTION_BYTES", "30MB")
     at = open_page("attention", text=LONG_TEXT, text_pair="")

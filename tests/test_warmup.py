@@ -37,7 +37,7 @@ def test_first_visits_after_the_warm_up_compute_nothing(monkeypatch):
         original = getattr(module, name)
         monkeypatch.setattr(module, name, lambda *a, **k: calls.append(name) or original(*a, **k))
 
-    for module, name in ((caches, "attention"), (caches, "input_representation"), (positions, "matrix"),
+    for module, name in ((caches, "read_attention"), (caches, "input_representation"), (positions, "matrix"),
                          (positions, "projection_coordinates")):
         counting(module, name)
     for page in ("similarity", "input", "attention", "projection"):

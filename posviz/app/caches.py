@@ -140,9 +140,13 @@ def _read_only(*arrays: np.ndarray | None) -> None:
 @st.cache_resource(show_spinner=False, max_entries=8)
 def attention_reading(key: ModelKey, text: str, text_pair: str | None, target: str | None, stack: str,
                       layers: tuple[int, ...] | None, window: Window | None, limit: int | None,
-                      continuation: tuple[int, ...] = ()) -> AttentionReading:
+                      continuation: tuple[int, ...]) -> AttentionReading:
     """:func:`posviz.analysis.attention_reading.read_attention` (``target``: the decoder's sentence of an
     encoder-decoder model, None or empty for the source sentence; ignored by other models).
+
+    Every argument is passed by every caller, in order, none left to a default: Streamlit's key is
+    made from the arguments as passed, so a call that leaves one to its default has a key of its own
+    (the warm-up's reading would not be the page's).
 
     Kept as one object shared by every run (``st.cache_resource``), its arrays read-only: a copy
     per run (``st.cache_data`` unpickles one) is 75 MB and some 60 ms at 512 tokens.
@@ -163,9 +167,10 @@ def attention_reading(key: ModelKey, text: str, text_pair: str | None, target: s
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def attention_size(key: ModelKey, text: str, text_pair: str | None, target: str | None, stack: str,
-                   limit: int | None, generated: int = 0) -> tuple[int, int]:
+                   limit: int | None, generated: int) -> tuple[int, int]:
     """:func:`posviz.analysis.attention_reading.attention_size`: (queries, keys) of the attention
-    :func:`attention_reading` would read, counted before any model runs."""
+    :func:`attention_reading` would read, counted before any model runs (every argument passed, as
+    there)."""
     return reading_size(loaded_model(key), text, text_pair, target=target, stack=stack, limit=limit,
                         generated=generated)
 

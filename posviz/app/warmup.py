@@ -120,8 +120,8 @@ def default_views() -> list[tuple[str, Callable[[], object]]]:
     component, last = encoding.component, encoding.num_positions - 1
 
     def attention() -> None:
-        queries, _ = caches.attention_size(BUNDLED, DEFAULT_TEXT, DEFAULT_TEXT_PAIR, None, "encoder", None)
-        caches.attention_reading(BUNDLED, DEFAULT_TEXT, DEFAULT_TEXT_PAIR, None, "encoder", None, None, None)
+        queries, _ = caches.attention_size(BUNDLED, DEFAULT_TEXT, DEFAULT_TEXT_PAIR, None, "encoder", None, 0)
+        caches.attention_reading(BUNDLED, DEFAULT_TEXT, DEFAULT_TEXT_PAIR, None, "encoder", None, None, None, ())
         caches.scheme_prediction(BUNDLED, component, queries)
 
     return [
