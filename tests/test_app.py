@@ -148,6 +148,8 @@ def test_projection_pca_ranges_3d_path_and_bad_boundary(matrix):
     traces = fig["data"]
     assert [t["type"] for t in traces] == ["scatter", "scatter"]
     assert [len(arr(t["x"])) for t in traces] == [128, 384]
+    # the legend below the plot, in 2-D as in 3-D: beside it, it narrowed the plot to some 270 px at 1024 px
+    assert (fig["layout"]["legend"]["orientation"], fig["layout"]["legend"]["yref"]) == ("h", "container")
     coords = np.concatenate([_points(t) for t in traces])
     expected = PCA(n_components=2).fit_transform(matrix.astype(np.float64))
     for c in range(2):

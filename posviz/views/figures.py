@@ -225,12 +225,12 @@ def projection_figure(coords: np.ndarray, boundaries: list[int], path: bool, tit
             hovertemplate="position %{customdata}<extra></extra>",
         ))
     titles = [f"{axis_name} {i + 1}" for i in range(dims)]
+    # the legend under the plot: beside it, it took a third of a 1024 px screen's column from the points
+    legend_below(fig, itemsizing="constant")
     if dims == 3:
         scene_3d(fig, titles)
-        legend_below(fig, itemsizing="constant")
         fig.update_layout(margin=dict(l=10, r=10, t=70, b=10))
     else:
-        fig.update_layout(legend=dict(itemsizing="constant"))
         set_axes(fig, "x", title=titles[0])
         set_axes(fig, "y", title=titles[1])
     return fig
