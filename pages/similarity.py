@@ -26,7 +26,10 @@ if not (encoding.has_vectors or encoding.has_bias):
 
 n = encoding.num_positions
 axis = encoding.axis_label
-c1, c2, c3 = st.columns([1, 1.2, 1.8])
+# the settings of the matrix over its column (q against all, beside it, has its own): at 1920 px a range
+# slider over the right column read as q's
+controls, _ = layout.pair([5, 4])
+c1, c2, c3 = controls.columns([1, 1.2, 1.8])
 head = None
 if encoding.has_bias:
     metric = "dot"

@@ -6,7 +6,8 @@ Three rules, in one style sheet the entry script adds to every page (:func:`styl
   of its aspect ratio, so it fills its column and a colour bar matches its height
   (:func:`proportional`);
 - two charts side by side (:func:`pair`) stack when the page's main column is too narrow for both
-  to be readable: about 1 100 pixels, 1 400 in presentation mode, whatever the window;
+  to be readable: about 1 100 pixels, 1 400 in presentation mode, whatever the window (a column
+  left empty then takes no room);
 - presentation mode scales the whole page (the root font size: widgets, metrics, captions, tables,
   formulas alike), with narrower side padding to make room, and control rows wrap instead of
   clipping (not on a slide, which has its own large sizes); the sidebar, the lecturer's and not
@@ -43,6 +44,8 @@ _BASE = """
     flex-direction: column; }
   [class*="st-key-posviz-pair"] > [data-testid="stLayoutWrapper"] > [data-testid="stHorizontalBlock"]
     > [data-testid="stColumn"] { width: 100% !important; flex: 1 1 100% !important; }
+  [class*="st-key-posviz-pair"] > [data-testid="stLayoutWrapper"] > [data-testid="stHorizontalBlock"]
+    > [data-testid="stColumn"]:not(:has([data-testid="stElementContainer"])) { display: none; }
 }
 """
 _PRESENT = """
