@@ -120,7 +120,8 @@ def test_over_budget_says_so_and_reads_what_fits(bundled_lm, monkeypatch, fresh_
     assert_clean(at, "attention")
     assert at.number_input(key="limit").value == cost.fitting_tokens
     assert at.text_input(key="text").value == LONG_TEXT  # nothing typed is lost
-    assert any(f"the {cost.fitting_tokens:,} tokens read" in w.value for w in at.warning)
+    assert any(f"the {cost.fitting_tokens:,} tokens read" in w.value and "raise “Read at most” there" in w.value
+               for w in at.warning)
     head = figures(at)[0]
     assert arr(head["data"][0]["z"]).shape[0] == cost.fitting_tokens
 

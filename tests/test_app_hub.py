@@ -154,3 +154,5 @@ def test_truncation_notice_counts_the_dropped_tokens(bundled_lm):
     assert dropped == 600 + 3 + 3 - 512  # words, 'a short one', [CLS] and two [SEP]
     assert (f"The input is longer than the model's 512 positions: {dropped} tokens were dropped, from the end of "
             "the longer sentence first") in " ".join(w.value for w in at.main.warning)
+    assert "shorten the text to see its end, or pick a model with more positions" in " ".join(
+        w.value for w in at.main.warning)

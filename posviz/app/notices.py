@@ -103,14 +103,18 @@ def require_attention(lm: LoadedModel, what: str) -> None:
 
 def truncation_notice(truncated: int, lm: LoadedModel, paired: bool = False, limit: int | None = None) -> None:
     """Say how many tokens were dropped, when any were (``paired``: the input had a second sentence;
-    ``limit``: the tokens read were limited below the model's positions)."""
+    ``limit``: the tokens read were limited below the model's positions), and how to see them."""
     if truncated:
         where = ("from the end of the longer sentence first (the tokenizer's longest-first truncation)" if paired
                  else "from the end")
-        bound = (f"the {limit:,} tokens read (Tokens read and generated)" if limit and limit < lm.max_tokens
-                 else f"the model's {lm.max_tokens:,} positions")
-        st.warning(f"The input is longer than {bound}: {truncated:,} tokens were dropped, {where}.",
-                   icon=":material/content_cut:")
+        if limit and limit < lm.max_tokens:
+            bound = f"the {limit:,} tokens read (Tokens read and generated)"
+            more = "raise “Read at most” there to read more of it"
+        else:
+            bound = f"the model's {lm.max_tokens:,} positions"
+            more = "shorten the text to see its end, or pick a model with more positions"
+        st.warning(f"The input is longer than {bound}: {truncated:,} tokens were dropped, {where}. The figures "
+                   f"show the tokens kept; {more}.", icon=":material/content_cut:")
 
 
 #: Set with ``limit`` by the button of :func:`attention_budget_notice`, for the run after its click.
