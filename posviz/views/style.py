@@ -39,8 +39,10 @@ TITLE_CHARS, PRESENT_TITLE_CHARS = 54, 38
 #: (about 545 pixels at 1024 × 768) times its aspect: its title wraps after this many characters per
 #: unit of aspect (18-pixel text).
 SLIDE_CHARS_PER_ASPECT = 56
-#: Pixels between a figure's subtitle and its plot area.
-TITLE_GAP = 8
+#: Pixels between a figure's subtitle and its plot area, on a screen and in the larger type of a
+#: projector and a slide: a heatmap's first row label is centred on the plot's top edge, half of it
+#: above it (on a slide at 1024 × 768, 8 pixels left its "0" touching the subtitle).
+TITLE_GAP, PRESENT_TITLE_GAP = 8, 14
 #: Font size of the titles of subplots (tiles of small multiples, panels side by side), and of every annotation in presentation mode.
 TILE_TITLE_FONT, PRESENT_ANNOTATION_FONT = 13, 20
 #: Most token labels on one axis of a heatmap (every k-th beyond; hover names every token). A label
@@ -142,22 +144,25 @@ def assign_validated(obj, **props) -> None:
 @dataclass(frozen=True)
 class _Look:
     """Font sizes (pixels) and wrapping widths (characters) of a figure's title, subtitle and the
-    titles of its subplots, for one way of showing it."""
+    titles of its subplots, and the pixels between its subtitle and its plot area, for one way of
+    showing it."""
 
     title_font: int
     title_chars: int
     subtitle_font: int
     subtitle_chars: int
     tile_font: int
+    gap: int
 
 
 #: On a screen, on a projector (:func:`for_presentation`), and on a slide (:func:`for_slide`: the
 #: slide's heading names the view, so the figure's title and subtitle become one line of the
 #: subtitle's size, wrapped for a full-width slide; a slide of ``k`` views side by side wraps at
 #: 1 / ``k`` of that).
-LOOKS = {"screen": _Look(18, TITLE_CHARS, 14, round(TITLE_CHARS * 1.3), TILE_TITLE_FONT),
-         "projector": _Look(26, PRESENT_TITLE_CHARS, 18, round(PRESENT_TITLE_CHARS * 1.4), PRESENT_ANNOTATION_FONT),
-         "slide": _Look(20, 90, 18, 90, PRESENT_ANNOTATION_FONT)}
+LOOKS = {"screen": _Look(18, TITLE_CHARS, 14, round(TITLE_CHARS * 1.3), TILE_TITLE_FONT, TITLE_GAP),
+         "projector": _Look(26, PRESENT_TITLE_CHARS, 18, round(PRESENT_TITLE_CHARS * 1.4), PRESENT_ANNOTATION_FONT,
+                            PRESENT_TITLE_GAP),
+         "slide": _Look(20, 90, 18, 90, PRESENT_ANNOTATION_FONT, PRESENT_TITLE_GAP)}
 
 
 def _place_title(fig: go.Figure) -> None:
@@ -178,7 +183,7 @@ def _place_title(fig: go.Figure) -> None:
     subtitle = wrap(subtitle, look.subtitle_chars) if subtitle else ""
     lines = subtitle.count("<br>") + 1 if subtitle else 0
     tile_lines = int(meta.get("tiles") or 0)
-    pad = TITLE_GAP + round(lines * look.subtitle_font * 1.3) + (round((0.4 + 1.2 * tile_lines) * look.tile_font)
+    pad = look.gap + round(lines * look.subtitle_font * 1.3) + (round((0.4 + 1.2 * tile_lines) * look.tile_font)
                                                                  if tile_lines else 0)
     # assigned whole (this function sets every property of the title): a tenth of update_layout's time
     fig.layout.title = dict(text=wrap(title, chars), x=0, xanchor="left", automargin=True, yref="paper", y=1,
