@@ -4,6 +4,10 @@ Arrays are passed to plotly as numpy float32 so plotly sends them to the browser
 typed arrays, not as JSON lists of decimals. Token axes are numeric with token tick labels, so
 that repeated tokens ("the" twice) keep their own row and column. The look (colours, fonts,
 titles, tick labels, presentation mode) is :mod:`posviz.views.style`'s.
+
+Traces are given to ``add_trace`` as dicts (``dict(type="heatmap", …)``): plotly validates them once,
+there; a ``go.Heatmap`` would be validated when made and again when added (about 0.7 ms a trace, and
+twelve traces a grid of heads).
 """
 
 from __future__ import annotations
@@ -86,7 +90,7 @@ def position_heatmap(matrix: np.ndarray, first: int, title: str, colorbar: str, 
     notes = ([f"means of {block}×{block} blocks"] if block > 1 else []) + (
         ["colours clipped to the 1st–99th percentile"] if clip and not limits else [])
     fig = new_figure(title, height=None, notes=notes, aspect=HEATMAP_ASPECT)
-    fig.add_trace(go.Heatmap(
+    fig.add_trace(dict(type="heatmap",
         z=_f32(matrix), x=axis, y=axis, zmin=zmin, zmax=zmax, colorscale=SEQUENTIAL,
         colorbar=colour_bar(colorbar),
         hovertemplate=f"{names[0]} %{{y}} · {names[1]} %{{x}}<br>%{{z:.5g}}<extra></extra>",
@@ -101,8 +105,8 @@ def row_profile_figure(profile: np.ndarray, q: int, title: str, ylabel: str, x: 
     """Line of "position q against all": ``profile[j]`` against position ``x[j]`` (default j), q marked."""
     fig = new_figure(title, height=420)
     x = np.arange(len(profile)) if x is None else x
-    fig.add_trace(go.Scatter(x=x, y=_f32(profile), mode="lines", name=f"q = {q}",
-                             hovertemplate="position %{x}<br>%{y:.4f}<extra></extra>"))
+    fig.add_trace(dict(type="scatter", x=x, y=_f32(profile), mode="lines", name=f"q = {q}",
+                       hovertemplate="position %{x}<br>%{y:.4f}<extra></extra>"))
     right_half = q > (x[0] + x[-1]) / 2
     fig.add_vline(x=q, line_dash="dot", line_color="#D55E00", annotation_text=f"q = {q}",
                   annotation_position="bottom left" if right_half else "bottom right")
@@ -133,7 +137,7 @@ def vector_heatmap(matrix: np.ndarray, title: str, row_title: str, row_labels=No
     limit = clip_limits(np.abs(matrix), 99.5)[1] or 1.0
     fig = new_figure(title, height=max(380, min(720, 22 * len(rows) + 180)),
                      notes=notes + ["colours clipped to the 99.5th percentile of |value|"])
-    fig.add_trace(go.Heatmap(
+    fig.add_trace(dict(type="heatmap",
         z=_f32(matrix), y=rows if row_labels else first + step * rows, colorscale=DIVERGING, zmid=0,
         zmin=-limit, zmax=limit, colorbar=colour_bar("value"),
         hovertemplate=f"{row_title} %{{y}} · dimension %{{x}}<br>%{{z:.5g}}<extra></extra>",
@@ -175,9 +179,9 @@ def line_figure(series: dict[str, np.ndarray], title: str, xlabel: str, ylabel: 
     labelled = bool(x_labels) and len(x_labels) <= MAX_LABELS
     for name, values in series.items():
         line = REFERENCE if name in references else dict(color=next(colours))
-        fig.add_trace(go.Scatter(x=np.arange(len(values)) if x is None else x, y=_f32(values), name=name, line=line,
-                                 mode="lines+markers" if markers or labelled else "lines",
-                                 text=list(x_labels) if x_labels else None))
+        fig.add_trace(dict(type="scatter", x=np.arange(len(values)) if x is None else x, y=_f32(values), name=name,
+                           line=line, mode="lines+markers" if markers or labelled else "lines",
+                           text=list(x_labels) if x_labels else None))
     if log_y:
         log_ticks(fig, list(series.values()))
     if max(map(len, series), default=0) > LEGEND_BESIDE_CHARS and len(series) <= LEGEND_BELOW_MOST:
@@ -211,15 +215,15 @@ def projection_figure(coords: np.ndarray, boundaries: list[int], path: bool, tit
     positions = np.arange(n) if positions is None else np.asarray(positions)
     cuts = np.searchsorted(positions, sorted(set(boundaries)))
     edges = [0] + [int(c) for c in cuts if 0 < c < n] + [n]
-    scatter = go.Scatter3d if dims == 3 else go.Scatter
+    scatter = "scatter3d" if dims == 3 else "scatter"
     fig = new_figure(title, height=640)
     axes = dict(zip("xyz", coords.T))
     if path:
-        fig.add_trace(scatter(**{k: _f32(v) for k, v in axes.items()}, mode="lines", name="path p → p+1",
-                              line=dict(color="rgba(60,60,60,0.6)", width=2 if dims == 2 else 4), hoverinfo="skip"))
+        fig.add_trace(dict(type=scatter, **{k: _f32(v) for k, v in axes.items()}, mode="lines", name="path p → p+1",
+                           line=dict(color="rgba(60,60,60,0.6)", width=2 if dims == 2 else 4), hoverinfo="skip"))
     for i, (lo, hi) in enumerate(zip(edges, edges[1:])):
-        fig.add_trace(scatter(
-            **{k: _f32(v[lo:hi]) for k, v in axes.items()}, mode="markers",
+        fig.add_trace(dict(
+            type=scatter, **{k: _f32(v[lo:hi]) for k, v in axes.items()}, mode="markers",
             name=f"positions {positions[lo]}–{positions[hi - 1]}", customdata=positions[lo:hi],
             marker=dict(size=4 if dims == 3 else 7, color=QUALITATIVE[i % len(QUALITATIVE)]),
             hovertemplate="position %{customdata}<extra></extra>",
@@ -274,14 +278,13 @@ def small_multiples(matrices: np.ndarray, titles: list[str], title: str, zmin: f
     fig = go.Figure()
     assign_validated(fig.layout, template=TEMPLATE, **copy.deepcopy(_tiles_layout(tuple(titles), columns, notes)))
     set_title(fig, title)
-    idx = first + np.arange(matrices.shape[-1]) * block
     row_name, col_name = names
     where = (f"{row_name} %{{y}} → {col_name} %{{x}}" if block == 1
              else f"{row_name}s %{{y}}…, {col_name}s %{{x}}… ({block}×{block} block mean)")
     # Tile i is the subplot of axes x{i + 1} and y{i + 1} (make_subplots numbers them row by row).
-    fig.add_traces([go.Heatmap(z=_f32(matrices[i]), x=idx, y=idx, coloraxis="coloraxis", xaxis=f"x{i + 1 if i else ''}",
-                               yaxis=f"y{i + 1 if i else ''}",
-                               hovertemplate=f"{titles[i]}<br>{where}<br>%{{z:.4f}}<extra></extra>")
+    fig.add_traces([dict(type="heatmap", z=_f32(matrices[i]), x0=first, dx=block, y0=first, dy=block,
+                         coloraxis="coloraxis", xaxis=f"x{i + 1 if i else ''}", yaxis=f"y{i + 1 if i else ''}",
+                         hovertemplate=f"{titles[i]}<br>{where}<br>%{{z:.4f}}<extra></extra>")
                     for i in range(count)])
     finite = matrices[np.isfinite(matrices)]
     fig.layout.coloraxis = dict(colorscale=SEQUENTIAL, cmin=float(finite.min()) if zmin is None else zmin,
@@ -450,10 +453,10 @@ def token_heatmap(matrix: np.ndarray, tokens: list[str], title: str, colorbar: s
             + ["right: share hidden"]
         fig = _subplots(new_figure(title, height=None, notes=notes, aspect=HEATMAP_ASPECT + 0.1),
                         rows=1, cols=2, column_widths=[0.9, 0.1], shared_yaxes=True, horizontal_spacing=0.02)
-        fig.add_trace(go.Heatmap(z=np.where(greyed[:, None], 1.0, np.nan) * np.ones((1, len(cols_idx))), x=cols_idx,
-                                 y=rows_idx, colorscale=[[0, MISSING], [1, MISSING]], showscale=False,
-                                 hoverinfo="skip", name="greyed", **_panel(0)))
-        fig.add_trace(go.Heatmap(
+        fig.add_trace(dict(type="heatmap", z=np.where(greyed[:, None], 1.0, np.nan) * np.ones((1, len(cols_idx))),
+                           x=cols_idx, y=rows_idx, colorscale=[[0, MISSING], [1, MISSING]], showscale=False,
+                           hoverinfo="skip", name="greyed", **_panel(0)))
+        fig.add_trace(dict(type="heatmap",
             z=_f32(shares[:, None]), x=[0], y=rows_idx, zmin=0, zmax=1, colorscale="Greys", name="hidden",
             showscale=False, texttemplate="%{z:.0%}" if len(tokens) <= 40 else None,
             customdata=np.array(tokens, dtype=object)[rows_idx, None],
@@ -465,7 +468,7 @@ def token_heatmap(matrix: np.ndarray, tokens: list[str], title: str, colorbar: s
     where = (f"{row_title} %{{y}} %{{customdata[0]}} · {col_title} %{{x}} %{{customdata[1]}}" if labelled
              else f"{row_title} %{{y}} · {col_title} %{{x}}" if block == 1
              else f"{row_title}s %{{y}}… · {col_title}s %{{x}}… ({block}×{block} block {reduction})")
-    fig.add_trace(go.Heatmap(
+    fig.add_trace(dict(type="heatmap",
         z=z, x=cols_idx, y=rows_idx, zmin=zmin, zmax=zmax, colorscale=SEQUENTIAL, name=colorbar,
         colorbar=colour_bar(colorbar),
         customdata=np.array([[(a, b) for b in cols] for a in tokens], dtype=object) if labelled else None,
@@ -498,15 +501,16 @@ def offset_band_figure(panels: dict[str, tuple[np.ndarray, np.ndarray, np.ndarra
     for i, (name, (offsets, mean, low, high)) in enumerate(panels.items()):
         colour = QUALITATIVE[i % len(QUALITATIVE)]
         x = np.asarray(offsets)
-        fig.add_trace(go.Scatter(x=x, y=_f32(low), mode="lines", line=dict(width=0, color=colour),
-                                 name=f"{name}: min over start positions", showlegend=False,
-                                 hovertemplate="k = %{x}<br>min %{y:.5g}<extra></extra>", **_panel(i)))
-        fig.add_trace(go.Scatter(x=x, y=_f32(high), mode="lines", line=dict(width=0, color=colour), fill="tonexty",
-                                 fillcolor="rgba(120,120,120,0.3)", name=f"{name}: min–max over start positions",
-                                 hovertemplate="k = %{x}<br>max %{y:.5g}<extra></extra>", **_panel(i)))
-        fig.add_trace(go.Scatter(x=x, y=_f32(mean), mode="lines", line=dict(color=colour, width=2),
-                                 name=f"{name}: mean", hovertemplate="k = %{x}<br>mean %{y:.5g}<extra></extra>",
-                                 **_panel(i)))
+        fig.add_trace(dict(type="scatter", x=x, y=_f32(low), mode="lines", line=dict(width=0, color=colour),
+                           name=f"{name}: min over start positions", showlegend=False,
+                           hovertemplate="k = %{x}<br>min %{y:.5g}<extra></extra>", **_panel(i)))
+        fig.add_trace(dict(type="scatter", x=x, y=_f32(high), mode="lines", line=dict(width=0, color=colour),
+                           fill="tonexty", fillcolor="rgba(120,120,120,0.3)",
+                           name=f"{name}: min–max over start positions",
+                           hovertemplate="k = %{x}<br>max %{y:.5g}<extra></extra>", **_panel(i)))
+        fig.add_trace(dict(type="scatter", x=x, y=_f32(mean), mode="lines", line=dict(color=colour, width=2),
+                           name=f"{name}: mean", hovertemplate="k = %{x}<br>mean %{y:.5g}<extra></extra>",
+                           **_panel(i)))
         set_axes(fig, "x", i + 1, title=xlabel)
     set_axes(fig, "y", 1, title=ylabel)
     legend_below(fig)
@@ -537,8 +541,9 @@ def token_bars(series: dict[str, np.ndarray], labels: list[str], title: str, yla
     for name, values in series.items():
         values = np.asarray(values, dtype=np.float64)
         shown = np.where(values == 0, np.nan, values) if log_y else values
-        fig.add_trace(go.Bar(x=index, y=_f32(shown), name=name, customdata=np.array(list(labels), dtype=object),
-                             hovertemplate=f"{name}<br>token %{{x}} %{{customdata}}<br>%{{y:.3g}}<extra></extra>"))
+        fig.add_trace(dict(type="bar", x=index, y=_f32(shown), name=name,
+                           customdata=np.array(list(labels), dtype=object),
+                           hovertemplate=f"{name}<br>token %{{x}} %{{customdata}}<br>%{{y:.3g}}<extra></extra>"))
     fig.update_layout(barmode="group")
     legend_below(fig)
     if log_y:
@@ -572,7 +577,7 @@ def vector_heatmaps(panels: dict[str, np.ndarray], title: str, row_labels: list[
                                notes=["one colour scale, clipped to the 99.5th percentile of |value|"]),
                     rows=1, cols=len(panels), subplot_titles=list(panels), horizontal_spacing=0.03, shared_yaxes=True)
     for i, (name, matrix) in enumerate(panels.items()):
-        fig.add_trace(go.Heatmap(
+        fig.add_trace(dict(type="heatmap",
             z=_f32(matrix), y=rows, coloraxis="coloraxis", customdata=np.array(
                 [[token] * matrix.shape[1] for token in row_labels], dtype=object),
             hovertemplate=f"{name}<br>%{{customdata}} (token %{{y}}) · dimension %{{x}}<br>%{{z:.5g}}<extra></extra>",
@@ -602,10 +607,10 @@ def probe_predictions_figure(series: dict[str, np.ndarray], title: str, margin: 
     outside = {name: int(((v < low) | (v > high)).sum()) for name, v in series.items()}
     notes = [f"{name.rsplit(' (', 1)[0]}: {k} of {len(series[name])}" for name, k in outside.items() if k]
     fig = new_figure(title, height=520, notes=["off the chart: " + "; ".join(notes)] if notes else [])
-    fig.add_trace(go.Scatter(x=[0, n - 1], y=[0, n - 1], mode="lines", name="exact (y = x)",
-                             line=dict(color="rgba(60,60,60,0.5)", dash="dot"), hoverinfo="skip"))
+    fig.add_trace(dict(type="scatter", x=[0, n - 1], y=[0, n - 1], mode="lines", name="exact (y = x)",
+                       line=dict(color="rgba(60,60,60,0.5)", dash="dot"), hoverinfo="skip"))
     for i, (name, values) in reversed(list(enumerate(series.items()))):
-        fig.add_trace(go.Scatter(
+        fig.add_trace(dict(type="scatter",
             x=np.arange(len(values)), y=_f32(values), mode="markers", name=name,
             marker=dict(size=5, color=QUALITATIVE[i % len(QUALITATIVE)], opacity=0.7),
             hovertemplate="position %{x}<br>predicted %{y:.1f}<extra>" + name.rsplit(" (", 1)[0] + "</extra>"))
@@ -621,8 +626,8 @@ def layer_probe_figure(mae: np.ndarray, title: str, baseline: float | None = Non
     always guessing the middle position as a dashed line."""
     fig = new_figure(title, height=420)
     layers = np.arange(len(mae))
-    fig.add_trace(go.Scatter(x=layers, y=_f32(mae), mode="lines+markers", name="probe",
-                             hovertemplate="layer %{x}<br>MAE %{y:.2f} positions<extra></extra>"))
+    fig.add_trace(dict(type="scatter", x=layers, y=_f32(mae), mode="lines+markers", name="probe",
+                       hovertemplate="layer %{x}<br>MAE %{y:.2f} positions<extra></extra>"))
     if baseline is not None:
         fig.add_hline(y=baseline, line_dash="dash", line_color="#D55E00",
                       annotation_text=f"guessing the middle: {baseline:.1f}", annotation_position="top right")
@@ -669,7 +674,7 @@ def grid_heatmaps(panels: dict[str, np.ndarray], x: np.ndarray, y_labels: list[s
                     rows=1, cols=count, subplot_titles=list(panels) if count > 1 else None, shared_yaxes=True,
                     horizontal_spacing=0.06)
     for i, (name, z) in enumerate(panels.items()):
-        fig.add_trace(go.Heatmap(  # rows by name (categories); hover's number as a typed array, not a list
+        fig.add_trace(dict(type="heatmap",  # rows by name (categories); hover's number as a typed array, not a list
             z=_f32(z), x=np.asarray(x), y=list(y_labels), coloraxis="coloraxis", name=name,
             customdata=_f32((values or {}).get(name, z)),
             hovertemplate=f"{name}<br>%{{y}} · {xlabel} %{{x}}<br>{value_name} %{{customdata:.4g}}<extra></extra>",
@@ -700,8 +705,8 @@ def line_panels(panels: dict[str, tuple[np.ndarray, dict[str, np.ndarray]]], tit
     colours = iter(line_colours(sum(len(series) for _, series in panels.values())))
     for i, (x, series) in enumerate(panels.values()):
         for name, y in series.items():
-            fig.add_trace(go.Scatter(x=np.asarray(x), y=_f32(y), name=name, mode="lines+markers",
-                                     marker=dict(size=4), line=dict(color=next(colours)), **_panel(i)))
+            fig.add_trace(dict(type="scatter", x=np.asarray(x), y=_f32(y), name=name, mode="lines+markers",
+                               marker=dict(size=4), line=dict(color=next(colours)), **_panel(i)))
         set_axes(fig, "x", i + 1, title=xlabel)
         set_axes(fig, "y", i + 1, title=ylabels[i])
     legend_below(fig)
@@ -726,9 +731,9 @@ def layer_strip_figure(rows: list[str], member: np.ndarray, hover: list[list[str
     colours = [QUALITATIVE[r % len(QUALITATIVE)] for r in range(k)]
     steps = [[edge, colour] for r, colour in enumerate(colours) for edge in (r / k, (r + 1) / k)]
     codes = np.where(member, np.arange(k)[:, None], np.nan).astype(np.float32)  # row r coloured r where it acts
-    fig.add_trace(go.Heatmap(z=codes, x=list(range(member.shape[1])), y=list(rows), text=hover,
-                             hovertemplate="%{text}<extra></extra>", showscale=False, colorscale=steps,
-                             zmin=-0.5, zmax=k - 0.5, xgap=2, ygap=4))
+    fig.add_trace(dict(type="heatmap", z=codes, x=list(range(member.shape[1])), y=list(rows), text=hover,
+                       hovertemplate="%{text}<extra></extra>", showscale=False, colorscale=steps,
+                       zmin=-0.5, zmax=k - 0.5, xgap=2, ygap=4))
     set_axes(fig, "x", title="layer", dtick=1 if member.shape[1] <= 16 else None)
     set_axes(fig, "y", autorange="reversed")
     return fig

@@ -62,9 +62,8 @@ def patch_grid(encoding: PositionEncoding) -> View:
     title = f"Each patch's similarity map, in its place ({grid.rows} × {grid.cols} grid)"
     notes = ["cosine"] + ([f"every {step}th patch's map"] if step > 1 else [])
     fig = new_figure(title, height=None, notes=notes, aspect=HEATMAP_ASPECT)
-    fig.add_trace(go.Heatmap(z=_f32(tiles), zmin=float(np.nanmin(tiles)), zmax=1.0, colorscale=SEQUENTIAL,
-                             colorbar=colour_bar("cosine"), hoverongaps=False,
-                             hovertemplate="cosine %{z:.3f}<extra></extra>"))
+    fig.add_trace(dict(type="heatmap", z=_f32(tiles), zmin=float(np.nanmin(tiles)), zmax=1.0, colorscale=SEQUENTIAL,
+                       colorbar=colour_bar("cosine"), hoverongaps=False, hovertemplate="cosine %{z:.3f}<extra></extra>"))
     _map_ticks(fig, shown_cols, grid.cols, "x")
     _map_ticks(fig, shown_rows, grid.rows, "y")
     set_axes(fig, "x", title="grid column of the patch", constrain="domain", constraintoward="right")
@@ -104,8 +103,8 @@ def special_rows(encoding: PositionEncoding) -> View | None:
     names = " and ".join(grid.special)
     title = f"{names} against each patch"
     fig = new_figure(title, height=380, notes=["cosine"])
-    fig.add_trace(go.Heatmap(z=_f32(side), colorscale=SEQUENTIAL, colorbar=colour_bar("cosine"), hoverongaps=False,
-                             hovertemplate="cosine %{z:.3f}<extra></extra>"))
+    fig.add_trace(dict(type="heatmap", z=_f32(side), colorscale=SEQUENTIAL, colorbar=colour_bar("cosine"),
+                       hoverongaps=False, hovertemplate="cosine %{z:.3f}<extra></extra>"))
     centres = np.arange(k) * (grid.cols + 1) + (grid.cols - 1) / 2
     set_axes(fig, "x", tickmode="array", tickvals=centres, ticktext=list(grid.special), showgrid=False,
              zeroline=False, constrain="domain")
@@ -137,28 +136,28 @@ def grid_projection_figure(coords: np.ndarray, positions: np.ndarray, grid, by: 
         The figure's title; axes are "<axis_name> 1", "<axis_name> 2" …
     """
     n, dims = coords.shape
-    scatter = go.Scatter3d if dims == 3 else go.Scatter
+    scatter = "scatter3d" if dims == 3 else "scatter"
     axes = dict(zip("xyz", coords.T))
     patch = positions >= grid.first_patch
     cells = np.array([grid.cell(int(p)) for p in positions[patch]], dtype=np.int64).reshape(-1, 2)
     fig = new_figure(title, height=640)
     if path:
-        fig.add_trace(scatter(**{k: _f32(v) for k, v in axes.items()}, mode="lines", name="path p → p+1",
-                              line=dict(color="rgba(60,60,60,0.6)", width=2 if dims == 2 else 4), hoverinfo="skip"))
+        fig.add_trace(dict(type=scatter, **{k: _f32(v) for k, v in axes.items()}, mode="lines", name="path p → p+1",
+                           line=dict(color="rgba(60,60,60,0.6)", width=2 if dims == 2 else 4), hoverinfo="skip"))
     colour = cells[:, 0 if by == "grid row" else 1]
-    fig.add_trace(scatter(
-        **{k: _f32(v[patch]) for k, v in axes.items()}, mode="markers", name="patches",
+    fig.add_trace(dict(
+        type=scatter, **{k: _f32(v[patch]) for k, v in axes.items()}, mode="markers", name="patches",
         customdata=np.column_stack([positions[patch], cells]),
         marker=dict(size=4 if dims == 3 else 8, color=colour, colorscale=SEQUENTIAL,
                     colorbar=colour_bar(by), cmin=0, cmax=(grid.rows if by == "grid row" else grid.cols) - 1),
         hovertemplate="row %{customdata[0]} · patch (%{customdata[1]}, %{customdata[2]})<extra></extra>"))
     for row in positions[~patch]:
         i = int(np.flatnonzero(positions == row)[0])
-        fig.add_trace(scatter(**{k: _f32(v[i:i + 1]) for k, v in axes.items()}, mode="markers",
-                              name=f"{grid.special[row]} (row {row})",
-                              marker=dict(size=6 if dims == 3 else 12, color=MISSING, symbol="diamond",
-                                          line=dict(color="#000000", width=1)),
-                              hovertemplate=f"row {row} · {grid.special[row]}<extra></extra>"))
+        fig.add_trace(dict(type=scatter, **{k: _f32(v[i:i + 1]) for k, v in axes.items()}, mode="markers",
+                           name=f"{grid.special[row]} (row {row})",
+                           marker=dict(size=6 if dims == 3 else 12, color=MISSING, symbol="diamond",
+                                       line=dict(color="#000000", width=1)),
+                           hovertemplate=f"row {row} · {grid.special[row]}<extra></extra>"))
     legend_below(fig)
     titles = [f"{axis_name} {i + 1}" for i in range(dims)]
     if dims == 3:

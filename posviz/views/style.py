@@ -280,9 +280,9 @@ def set_axes(fig: go.Figure, axis: str, col: int | None = None, **props) -> None
     machinery, about 0.6 ms a call, a dozen calls a figure.
     """
     layout = fig.layout
-    for obj in ([layout[f"{axis}axis{col if col > 1 else ''}"]] if col else getattr(fig, f"select_{axis}axes")()):
-        for key, value in props.items():
-            obj[key] = value
+    names = [f"{axis}axis{col if col > 1 else ''}"] if col else [a.plotly_name for a in getattr(fig, f"select_{axis}axes")()]
+    for name in names:
+        layout[name] = {**layout[name].to_plotly_json(), **props}
 
 
 #: Pixels between a token label and its heatmap: "[CLS]" and "[SEP]" otherwise touch the first cell.
