@@ -23,9 +23,9 @@ from plotly.subplots import make_subplots
 from posviz.analysis.similarity import block_mean
 from posviz.views.limits import MAX_CELLS, MAX_LABELS, MAX_TILE_CELLS
 from posviz.views.style import (
-    DIVERGING, MISSING, QUALITATIVE, REFERENCE, SEQUENTIAL, TEMPLATE, TICK_LABELS, TITLE_CHARS, colour_bar,
-    assign_validated, leave_room_for_tile_titles, legend_below, line_colours, log_ticks, new_figure, scene_3d,
-    set_axes, set_title, token_ticks, wrap,
+    DIVERGING, MISSING, QUALITATIVE, REFERENCE, SEQUENTIAL, TEMPLATE, TICK_LABELS, TILE_TITLE_FONT, TITLE_CHARS,
+    assign_validated, colour_bar, leave_room_for_tile_titles, legend_below, line_colours, log_ticks, new_figure,
+    scene_3d, set_axes, set_title, token_ticks, wrap,
 )
 
 #: Token labels per axis of a heatmap beside its "hidden" strip (its square is some two thirds of a plain one's).
@@ -352,8 +352,10 @@ def _subplots(styled: go.Figure, **grid) -> go.Figure:
 @functools.lru_cache(maxsize=64)
 def _grid_layout(**grid) -> dict:
     """The layout ``make_subplots(**grid)`` makes (lists given as tuples): its axes and the titles of
-    its subplots, as plotly JSON."""
+    its subplots (in a screen's size of tile titles, :data:`~posviz.views.style.TILE_TITLE_FONT`: a
+    figure in another look sets them anew), as plotly JSON."""
     fig = make_subplots(**{name: list(v) if isinstance(v, tuple) else v for name, v in grid.items()})
+    fig.update_annotations(font_size=TILE_TITLE_FONT)
     layout = fig.layout.to_plotly_json()
     layout.pop("template", None)
     return layout
