@@ -22,7 +22,7 @@ from posviz.app.notices import (
     truncation_notice,
 )
 from posviz.app.navigation import current_model
-from posviz.app.widgets import index_slider, position_range, sentence_inputs, text_field, url
+from posviz.app.widgets import index_slider, position_range, sentence_inputs, stop_without_text, text_field, url
 from posviz.views import attention as views
 from posviz.views import attention_offsets as offset_views
 from posviz.views.limits import MAX_LABELS
@@ -69,8 +69,7 @@ with st.expander("Tokens read and generated", icon=":material/straighten:"):
                                    help="The model's own greedy continuation (the most likely token, step by step), "
                                         "read with the sentence; generated tokens are marked ⟨…⟩.")
 if not text.strip():
-    st.info("Type a sentence above to see its attention patterns.", icon=":material/edit:")
-    st.stop()
+    stop_without_text("Type a sentence above to see its attention patterns.")
 
 limit = None if limit >= lm.max_tokens else int(limit)
 generated = ()

@@ -6,7 +6,7 @@ from posviz.app import caches, layout
 from posviz.app.downloads import show
 from posviz.app.notices import require_text, require_weights, truncation_notice
 from posviz.app.navigation import current_model
-from posviz.app.widgets import sentence_inputs, url
+from posviz.app.widgets import sentence_inputs, stop_without_text, url
 from posviz.recipes import recipe
 from posviz.views import input as views
 
@@ -24,8 +24,7 @@ st.markdown("What the first layer receives for each token: **"
 require_weights(lm, "through the embedding layer")
 text, text_pair = sentence_inputs(lm)
 if not text.strip():
-    st.info("Type a sentence above to see its input representation.", icon=":material/edit:")
-    st.stop()
+    stop_without_text("Type a sentence above to see its input representation.")
 if not family.token:
     st.info(f"posviz does not know where {lm.model_type} keeps its token embeddings (or its encoder does not read "
             "text), so it cannot split its input representation. Its attention patterns may still be available.",

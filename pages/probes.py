@@ -14,7 +14,7 @@ from posviz.app import caches
 from posviz.app.downloads import show
 from posviz.app.notices import require_text, require_weights
 from posviz.app.navigation import current_model
-from posviz.app.widgets import DEFAULT_TEXT, choose_encoding, text_field, url
+from posviz.app.widgets import DEFAULT_TEXT, choose_encoding, stop_without_text, text_field, url
 from posviz.recipes import recipe
 from posviz.views import probes as views
 
@@ -73,6 +73,8 @@ source = st.radio("Text", list(TEXTS), captions=list(TEXTS.values()), horizontal
                   help="The built-in prose is the opening chapter of Jane Austen's Pride and Prejudice (1813, "
                        "public domain), longer than 512 tokens; the sentence is shared with the other pages.")
 text = text_field(st, "Sentence", "text", lm, value=DEFAULT_TEXT) if source == "sentence" else BUILTIN_TEXT
+if not text.strip():
+    stop_without_text("Type a sentence above to probe its layers.")
 try:
     with st.spinner("Running the model and one probe per layer …"):
         layers = caches.layer_probe(key, text, seed, regression)

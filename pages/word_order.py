@@ -8,7 +8,7 @@ from posviz.app import caches
 from posviz.app.downloads import show
 from posviz.app.notices import require_text, require_weights, truncation_notice
 from posviz.app.navigation import current_model
-from posviz.app.widgets import DEFAULT_TEXT, text_field, url
+from posviz.app.widgets import DEFAULT_TEXT, stop_without_text, text_field, url
 from posviz.recipes import recipe
 from posviz.views import word_order as views
 
@@ -27,8 +27,7 @@ require_text(lm, "through the whole model, twice")
 require_weights(lm, "through the whole model, twice")
 text = text_field(st, "Sentence", "text", lm, value=DEFAULT_TEXT)
 if not text.strip():
-    st.info("Type a sentence above to permute its words.", icon=":material/edit:")
-    st.stop()
+    stop_without_text("Type a sentence above to permute its words.")
 split = caches.sentence_words(key, text)
 truncation_notice(split.truncated, lm)
 words = split.words

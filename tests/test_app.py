@@ -204,12 +204,25 @@ def test_input_default_sentences():
     assert arr(vectors["data"][0]["z"]).shape == (13, 384)
 
 
-def test_input_empty_sentence_shows_info():
-    at = open_page("input")
+@pytest.mark.parametrize("page, state, charts", [("input", {}, 3), ("attention", {}, 7), ("word_order", {}, 2),
+                                                 ("probes", {"probe_text": "sentence"}, 1)])
+def test_an_emptied_sentence_gets_a_way_back_to_the_example(page, state, charts):
+    """An emptied sentence: a prompt and none of the sentence's charts (the probes of the position table,
+    above the sentence, stay); "Use the example sentence" brings the page's own sentence back, into the
+    field, the ``charts`` of the sentence (its tokens) and the link."""
+    at = open_page(page, **state)
     at.text_input(key="text").set_value("").run()
     assert not at.exception, [e.value for e in at.exception]
-    assert at.info, "no info prompt"
-    assert not at.get("plotly_chart")
+    assert [i.value for i in at.main.info][0].startswith("Type a sentence above")
+    before = len(at.get("plotly_chart"))
+    assert at.query_params["text"] == ""
+    [b for b in at.button if b.label == "Use the example sentence"][0].click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.text_input(key="text").value == DEFAULT_TEXT
+    assert at.query_params["text"] == DEFAULT_TEXT
+    assert not at.main.info
+    assert len(at.get("plotly_chart")) == before + charts
+    assert any("cat" in str(fig) for fig in figures(at)[before:])  # drawn from the example's tokens
 
 
 def test_input_long_sentence_warns_truncation(bundled_lm):

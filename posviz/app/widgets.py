@@ -152,6 +152,22 @@ def sentence_inputs(lm: LoadedModel) -> tuple[str, str | None]:
     return text, (text_pair or None)
 
 
+def _restore_example() -> None:
+    """Put :data:`DEFAULT_TEXT` in the sentence field and in the URL (:func:`text_field` then draws the
+    field without its default beside the session's value, which would draw Streamlit's warning)."""
+    release_bound_params("text")
+    st.query_params["text"] = st.session_state["text"] = DEFAULT_TEXT
+
+
+def stop_without_text(message: str) -> None:
+    """Stop the page's run with ``message`` (what to type) and a button that puts the example sentence
+    (:data:`DEFAULT_TEXT`) back in the emptied sentence field (``text``)."""
+    st.info(message, icon=":material/edit:")
+    st.button("Use the example sentence", icon=":material/undo:", on_click=_restore_example,
+              help=f"“{DEFAULT_TEXT}”, the sentence the page opened with.")
+    st.stop()
+
+
 def index_slider(column, label: str, count: int, name: str) -> int:
     """A 0-based index slider bound to query parameter ``name``; with a single choice (a one-layer or
     one-head model) no slider, just the fact."""
