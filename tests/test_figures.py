@@ -167,3 +167,18 @@ def test_set_axes_sets_one_panel_or_every_axis_as_update_axes_does():
     assert mine.to_dict()["layout"] == theirs.to_dict()["layout"]
     assert mine.layout.xaxis2.title.text == "offset" and mine.layout.xaxis.title.text is None
     assert [mine.layout[f"yaxis{s}"].autorange for s in ("", "2", "3")] == ["reversed"] * 3
+
+
+def test_block_hover_names_queries_and_keys_in_the_plural():
+    """A long pattern's hover names the blocks' first query and key ("queries 6…, keys 12…"), and a grid's
+    tiles sit at the blocks' first indices (placed by x0 and dx, no index arrays)."""
+    rng = np.random.default_rng(0)
+    patterns = rng.random((2, 600, 600)).astype(np.float32)
+    tokens = [f"t{i}" for i in range(600)]
+    heatmap = figures.token_heatmap(patterns[0], tokens, "Layer 0, head 0", "weight", "query (decoder)", "key",
+                                    max_cells=256)
+    assert heatmap.data[0].hovertemplate.startswith("queries (decoder) %{y}… · keys %{x}… (3×3 block mean)")
+    grid = figures.heads_grid(patterns, "Layer 0: every head", zmax=1.0)
+    tile = grid.data[1]
+    assert tile.hovertemplate.startswith("head 1<br>queries %{y}…, keys %{x}… (7×7 block mean)")
+    assert (tile.x0, tile.dx, tile.y0, tile.dy, tile.x, tile.y) == (0, 7, 0, 7, None, None)

@@ -280,7 +280,7 @@ def small_multiples(matrices: np.ndarray, titles: list[str], title: str, zmin: f
     set_title(fig, title)
     row_name, col_name = names
     where = (f"{row_name} %{{y}} → {col_name} %{{x}}" if block == 1
-             else f"{row_name}s %{{y}}…, {col_name}s %{{x}}… ({block}×{block} block mean)")
+             else f"{plural(row_name)} %{{y}}…, {plural(col_name)} %{{x}}… ({block}×{block} block mean)")
     # Tile i is the subplot of axes x{i + 1} and y{i + 1} (make_subplots numbers them row by row).
     fig.add_traces([dict(type="heatmap", z=_f32(matrices[i]), x0=first, dx=block, y0=first, dy=block,
                          coloraxis="coloraxis", xaxis=f"x{i + 1 if i else ''}", yaxis=f"y{i + 1 if i else ''}",
@@ -469,7 +469,8 @@ def token_heatmap(matrix: np.ndarray, tokens: list[str], title: str, colorbar: s
     main = _panel(0) if hidden is not None else {}
     where = (f"{row_title} %{{y}} %{{customdata[0]}} · {col_title} %{{x}} %{{customdata[1]}}" if labelled
              else f"{row_title} %{{y}} · {col_title} %{{x}}" if block == 1
-             else f"{row_title}s %{{y}}… · {col_title}s %{{x}}… ({block}×{block} block {reduction})")
+             else f"{plural(row_title)} %{{y}}… · {plural(col_title)} %{{x}}… "
+                  f"({block}×{block} block {reduction})")
     fig.add_trace(dict(type="heatmap",
         z=z, x=cols_idx, y=rows_idx, zmin=zmin, zmax=zmax, colorscale=SEQUENTIAL, name=colorbar,
         colorbar=colour_bar(colorbar),
@@ -642,6 +643,18 @@ def ordinal(k: int) -> str:
     """``2`` -> ``"2nd"``, ``11`` -> ``"11th"``, ``23`` -> ``"23rd"``."""
     suffix = "th" if 10 <= k % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(k % 10, "th")
     return f"{k}{suffix}"
+
+
+def plural(name: str) -> str:
+    """The plural of an axis name's first word, the rest kept: ``"query"`` -> ``"queries"``,
+    ``"key (source)"`` -> ``"keys (source)"``, ``"position"`` -> ``"positions"``.
+
+    >>> plural("query (decoder)"), plural("key"), plural("token")
+    ('queries (decoder)', 'keys', 'tokens')
+    """
+    word, space, rest = name.partition(" ")
+    many = word[:-1] + "ies" if word.endswith("y") and word[-2:-1] not in "aeiou" else word + "s"
+    return many + space + rest
 
 
 def stride_text(step: int) -> str:
