@@ -63,7 +63,8 @@ def patch_grid(encoding: PositionEncoding) -> View:
     notes = ["cosine"] + ([f"every {step}th patch's map"] if step > 1 else [])
     fig = new_figure(title, height=None, notes=notes, aspect=HEATMAP_ASPECT)
     fig.add_trace(dict(type="heatmap", z=_f32(tiles), zmin=float(np.nanmin(tiles)), zmax=1.0, colorscale=SEQUENTIAL,
-                       colorbar=colour_bar("cosine"), hoverongaps=False, hovertemplate="cosine %{z:.3f}<extra></extra>"))
+                       colorbar=colour_bar("cosine"), hoverongaps=False,
+                       hovertemplate="cosine %{z:.3f}<extra></extra>"))
     _map_ticks(fig, shown_cols, grid.cols, "x")
     _map_ticks(fig, shown_rows, grid.rows, "y")
     set_axes(fig, "x", title="grid column of the patch", constrain="domain", constraintoward="right")

@@ -281,7 +281,8 @@ def set_axes(fig: go.Figure, axis: str, col: int | None = None, **props) -> None
     so far and ``props``): set one at a time, each property went through plotly's relayout callbacks.
     """
     layout = fig.layout
-    names = [f"{axis}axis{col if col > 1 else ''}"] if col else [a.plotly_name for a in getattr(fig, f"select_{axis}axes")()]
+    names = ([f"{axis}axis{col if col > 1 else ''}"] if col
+             else [a.plotly_name for a in getattr(fig, f"select_{axis}axes")()])
     for name in names:
         layout[name] = {**layout[name].to_plotly_json(), **props}
 
