@@ -96,6 +96,10 @@ else:
                      help="Drop [CLS], [SEP], BOS/EOS … and renormalise each row to sum to 1; beside each pattern, "
                           f"how much of each row was hidden; rows with under {views.VISIBLE_AT_LEAST:.0%} left are "
                           "greyed.")
+clip = c3.toggle("Clip colours", value=True, **url("clip"), wrap=True,
+                 help=f"Colours from 0 to the layer's {views.CLIP_PERCENTILE}th percentile weight, not its largest: "
+                      "a few large weights (on [CLS] or [SEP], most of all in a long input) otherwise leave every "
+                      "other cell at the bottom colour. Hover shows the true weights either way.")
 # Drawn top to bottom: notices, the layer's figures, the zoom; its sliders are made first (the reading needs them).
 notices_box, figures_box, zoom_slot = st.container(), st.container(), st.empty()
 zoom_box = zoom_slot.container()
@@ -136,8 +140,9 @@ read = dict(sentence=text, text_pair=text_pair, target=target, stack=stack, limi
             generate=int(generate) if generated else 0)
 drawn = dict(encoder_decoder=encoder_decoder, generated=len(generated))
 head_view, mean_view, grid_view = views.layer_views(
-    att, layer, head, reduction=reduction, special=set(lm.tokenizer.all_special_tokens) if hide else None, **drawn)
-shown = dict(read, layer=layer, hide_special=hide, blocks=reduction)
+    att, layer, head, reduction=reduction, special=set(lm.tokenizer.all_special_tokens) if hide else None, clip=clip,
+    **drawn)
+shown = dict(read, layer=layer, hide_special=hide, blocks=reduction, clip=clip)
 with figures_box:
     left, right = layout.pair()
     with left:

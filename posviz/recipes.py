@@ -300,7 +300,7 @@ def _layer_view(which: int) -> Callable[..., View]:
     """The builder of one of the three views of :func:`posviz.views.attention.layer_views`."""
     def build_layer(lm: LoadedModel, *, sentence: str, text_pair: str | None = None, target: str | None = None,
                     stack: str = "encoder", limit: int | None = None, generate: int = 0, layer: int, head: int = 0,
-                    hide_special: bool = False, blocks: str = "mean") -> View:
+                    hide_special: bool = False, blocks: str = "mean", clip: bool = False) -> View:
         if blocks not in ("mean", "max"):
             raise ValueError(f"blocks {blocks!r} is not one of mean, max.")
         generated = _prepared(lm, sentence=sentence, text_pair=text_pair, stack=stack, limit=limit,
@@ -309,7 +309,8 @@ def _layer_view(which: int) -> Callable[..., View]:
                                continuation=generated)
         special = set(lm.tokenizer.all_special_tokens) if hide_special else None
         return attention_views.layer_views(found, layer, head, encoder_decoder=bool(lm.config.is_encoder_decoder),
-                                           generated=len(generated), reduction=blocks, special=special)[which]
+                                           generated=len(generated), reduction=blocks, special=special,
+                                           clip=clip)[which]
     return build_layer
 
 

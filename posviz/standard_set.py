@@ -166,9 +166,9 @@ def standard_set(lm: LoadedModel, sentence: str = DEFAULT_SENTENCE, *, layer: in
     if lm.family.token:
         out.append(_made(lm, "input-norms", recipe("input-norms", sentence=sentence), **common))
     out.append(_made(lm, f"attention-layer{layer}-head{head}",
-                     recipe("attention-head", sentence=sentence, layer=layer, head=head), **common))
-    out.append(_made(lm, f"attention-layer{layer}-heads", recipe("attention-grid", sentence=sentence, layer=layer),
-                     **common))
+                     recipe("attention-head", sentence=sentence, layer=layer, head=head, clip=True), **common))
+    out.append(_made(lm, f"attention-layer{layer}-heads",
+                     recipe("attention-grid", sentence=sentence, layer=layer, clip=True), **common))
     out.append(_made(lm, "attention-by-offset", recipe("offset-grid", sentence=sentence), **common))
     out.append(Export("attention-all-layers", None, {"attention": patterns, "tokens": rows}, model=model))
     return out

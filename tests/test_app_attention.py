@@ -12,6 +12,7 @@ from posviz.analysis import attention_reading as reading
 from posviz.analysis.layer_probe import BUILTIN_TEXT
 from posviz.analysis.properties import proximity_by_offset
 from posviz.app import caches
+from posviz.views import attention as views
 from posviz.views import attention_offsets as offset_views
 from tests.support.apptest import apptest_like_browser  # noqa: F401  the autouse AppTest shims
 from tests.support.apptest import arr, assert_clean, figures, open_page, title_text
@@ -182,3 +183,22 @@ def test_generated_tokens_are_read_with_the_sentence_and_marked(tiny_path):
     assert labels[-4:] == [f"⟨{t}⟩" for t in tokens]
     got = reading.read_attention(lm, "The cat chased the dog", "The dog chased the cat", continuation=new)
     np.testing.assert_allclose(arr(head["data"][0]["z"]), got.layer(0).patterns[0], atol=ATOL)
+
+
+def test_clipped_colours_show_a_long_inputs_pattern_and_the_toggle_gives_the_whole_range(bundled_lm):
+    at = open_page("attention", {"text": LONG_TEXT, "text_pair": ""}, layer=1)
+    assert_clean(at, "attention")
+    assert at.toggle(key="clip").value  # on by default, as on the Similarity page
+    full = posviz.attention(bundled_lm, LONG_TEXT).patterns[1]
+    top = np.percentile(full, views.CLIP_PERCENTILE, method="lower")
+    assert top < full.max() / 10  # at 512 tokens a few weights (the sinks) would take the whole scale
+    head, mean, grid = figures(at)[:3]
+    assert head["data"][0]["zmax"] == mean["data"][0]["zmax"] == grid["layout"]["coloraxis"]["cmax"]
+    assert head["data"][0]["zmax"] == pytest.approx(top, rel=1e-6)
+    assert all(views.CLIPPED in title_text(f).replace("<br>", " ") for f in (head, mean, grid))
+
+    at.toggle(key="clip").set_value(False).run()
+    assert_clean(at, "attention")
+    head, mean, grid = figures(at)[:3]
+    assert head["data"][0]["zmax"] == grid["layout"]["coloraxis"]["cmax"] == pytest.approx(full.max(), rel=1e-6)
+    assert not any("clipped" in title_text(f) for f in (head, mean, grid))

@@ -101,6 +101,30 @@ def test_attention_block_means_leave_greyed_rows_out():
     np.testing.assert_allclose(shares.z[:2, 0], [0.95, 0.475], rtol=1e-6)
 
 
+def test_clipped_attention_colours_end_at_the_99th_percentile_of_the_rows_shown():
+    from posviz.views import attention
+
+    rng = np.random.default_rng(3)
+    patterns = rng.random((2, 30, 30)).astype(np.float32) / 30
+    patterns[:, :4, 0] = 0.9  # a sink: the first key of rows 0-3
+    hidden = np.zeros((2, 30), dtype=np.float32)
+    hidden[:, 5] = 0.95  # row 5 greyed in both heads: left out of the scale
+    patterns[:, 5] = 5.0
+    tokens = [f"t{i}" for i in range(30)]
+    shown = np.delete(patterns, 5, axis=1)
+    top = np.percentile(shown, attention.CLIP_PERCENTILE, method="lower")
+    assert top < 0.9
+    head = attention.attention_head(patterns, tokens, tokens, layer=0, head=1, hidden=hidden, clip=True).figure
+    main = head.data[-1]
+    assert (main.zmin, main.zmax) == (0, pytest.approx(top))
+    assert attention.CLIPPED in head.layout.title.subtitle.text
+    np.testing.assert_allclose(main.z[1, 0], 0.9, rtol=1e-6)  # the cell keeps its weight: hover says it
+    grid = attention.attention_grid(patterns, tokens, tokens, layer=0, hidden=hidden, clip=True).figure
+    assert grid.layout.coloraxis.cmax == pytest.approx(top) and attention.CLIPPED in grid.layout.title.subtitle.text
+    whole = attention.attention_mean(patterns, tokens, tokens, layer=0, hidden=hidden).figure
+    assert whole.data[-1].zmax == pytest.approx(0.9) and attention.CLIPPED not in whole.layout.title.subtitle.text
+
+
 def test_figures_carry_posviz_template_set_without_validation_and_unshared():
     from posviz.views.style import TEMPLATE, new_figure
 

@@ -100,7 +100,7 @@ def test_the_sidecar_says_what_made_the_figure(bundled_lm, tmp_path):
     assert all((tmp_path / file).is_file() for file in data["files"])
     assert exports[name].recipe == Recipe(data["view"], data["settings"])
     heads = json.loads((tmp_path / "all-MiniLM-L6-v2-attention-layer0-heads.json").read_text())
-    assert (heads["view"], heads["settings"]) == ("attention-grid", {"sentence": SENTENCE, "layer": 0})
+    assert (heads["view"], heads["settings"]) == ("attention-grid", {"sentence": SENTENCE, "layer": 0, "clip": True})
     assert heads["files"] == ["all-MiniLM-L6-v2-attention-layer0-heads.html", "all-MiniLM-L6-v2-attention-layer0-heads.npz"]
 
 

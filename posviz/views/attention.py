@@ -16,6 +16,10 @@ from posviz.views.view import View, view_id
 #: Rows of an attention pattern with special tokens hidden are greyed (not rescaled) where less than
 #: this share of their weight is on the tokens shown.
 VISIBLE_AT_LEAST = 0.1
+#: With clipped colours, a layer's colour scale ends at this percentile of its weights, not at the largest.
+CLIP_PERCENTILE = 99
+#: What the subtitle of a figure with clipped colours says.
+CLIPPED = f"colours clipped to the {CLIP_PERCENTILE}th percentile"
 
 
 def marked(tokens: list[str], generated: int) -> list[str]:
@@ -43,18 +47,29 @@ def _greyed(patterns: np.ndarray, hidden: np.ndarray | None) -> np.ndarray:
     return np.where(((1 - hidden) < VISIBLE_AT_LEAST)[..., None], np.nan, patterns)
 
 
-def _top(patterns: np.ndarray, hidden: np.ndarray | None) -> float:
-    """The layer's colour scale: 0 to its largest weight, greyed rows left out."""
+def _top(patterns: np.ndarray, hidden: np.ndarray | None, clip: bool = False) -> float:
+    """The top of the layer's colour scale (its bottom is 0), greyed rows left out: the largest weight,
+    or with ``clip`` the :data:`CLIP_PERCENTILE` th percentile of the weights (the order statistic at
+    or below it: ``np.percentile(..., method="lower")``, by a partition), so that a few sinks (the
+    weight on [CLS] or [SEP] of a long input) do not leave every other cell at the bottom colour.
+    The largest weight where the percentile is 0; 1.0 where no weight is shown."""
     shown = _greyed(patterns, hidden)
-    return float(np.nanmax(shown)) if np.isfinite(shown).any() else 1.0
+    finite = shown[np.isfinite(shown)]
+    if not finite.size:
+        return 1.0
+    if not clip:
+        return float(finite.max())
+    rank = CLIP_PERCENTILE * (finite.size - 1) // 100
+    return float(np.partition(finite, rank)[rank]) or float(finite.max()) or 1.0
 
 
 @view_id("attention-head")
 def attention_head(patterns: np.ndarray, query_tokens: list[str], key_tokens: list[str], *, layer: int, head: int,
                    stack: str | None = None, hidden: np.ndarray | None = None,
-                   summary: tuple[int, str] = (1, "mean")) -> View:
+                   summary: tuple[int, str] = (1, "mean"), clip: bool = False) -> View:
     """The attention pattern of one head with token labels, on the layer's colour scale (0 to its
-    largest weight, shared with :func:`attention_mean` and :func:`attention_grid`). Beyond
+    largest weight, or with ``clip`` to its percentile :data:`CLIP_PERCENTILE`; shared with
+    :func:`attention_mean` and :func:`attention_grid`). Beyond
     :data:`~posviz.views.limits.MAX_PAIR_CELLS` tokens (a cell smaller than a pixel in its column)
     the figure shows block means, said in its subtitle; its arrays keep every weight.
 
@@ -75,6 +90,9 @@ def attention_head(patterns: np.ndarray, query_tokens: list[str], key_tokens: li
         ``(b, "mean" | "max")`` where ``patterns`` are the block summaries of a long input
         (:meth:`posviz.analysis.attention_reading.LayerAttention.summary`, one cell per b × b tokens);
         the arrays are then those summaries.
+    clip : bool
+        Colours clipped: the scale ends at the layer's :data:`CLIP_PERCENTILE` th percentile (said in
+        the subtitle); the cells above it take its top colour, hover and arrays keep every weight.
 
     Returns
     -------
@@ -85,31 +103,33 @@ def attention_head(patterns: np.ndarray, query_tokens: list[str], key_tokens: li
     title = f"Layer {layer}, head {head}{suffix}"
     row_hidden = None if hidden is None else hidden[head]
     fig = figures.token_heatmap(patterns[head], query_tokens, title, "weight", rows, cols, zmin=0,
-                                zmax=_top(patterns, hidden), col_tokens=key_tokens, hidden=row_hidden,
-                                threshold=VISIBLE_AT_LEAST, max_cells=MAX_PAIR_CELLS, summary=summary)
+                                zmax=_top(patterns, hidden, clip), col_tokens=key_tokens, hidden=row_hidden,
+                                threshold=VISIBLE_AT_LEAST, max_cells=MAX_PAIR_CELLS, summary=summary,
+                                notes=_notes(clip))
     return View(fig, title, _arrays(patterns[head], query_tokens, key_tokens, row_hidden))
 
 
 @view_id("attention-mean")
 def attention_mean(patterns: np.ndarray, query_tokens: list[str], key_tokens: list[str], *, layer: int,
                    stack: str | None = None, hidden: np.ndarray | None = None,
-                   summary: tuple[int, str] = (1, "mean")) -> View:
+                   summary: tuple[int, str] = (1, "mean"), clip: bool = False) -> View:
     """The mean of a layer's heads, on the layer's colour scale (see :func:`attention_head`); with
     ``hidden``, the mean share hidden; of block maxima, the mean of the heads' maxima (said in its title)."""
     rows, cols, suffix, _ = _axes(stack)
     title = f"Layer {layer}, mean over heads{' of the block maxima' if summary[1] == 'max' and summary[0] > 1 else ''}{suffix}"
     mean = patterns.mean(axis=0)
     row_hidden = None if hidden is None else hidden.mean(axis=0)
-    fig = figures.token_heatmap(mean, query_tokens, title, "weight", rows, cols, zmin=0, zmax=_top(patterns, hidden),
-                                col_tokens=key_tokens, hidden=row_hidden, threshold=VISIBLE_AT_LEAST,
-                                max_cells=MAX_PAIR_CELLS, summary=summary)
+    fig = figures.token_heatmap(mean, query_tokens, title, "weight", rows, cols, zmin=0,
+                                zmax=_top(patterns, hidden, clip), col_tokens=key_tokens, hidden=row_hidden,
+                                threshold=VISIBLE_AT_LEAST, max_cells=MAX_PAIR_CELLS, summary=summary,
+                                notes=_notes(clip))
     return View(fig, title, _arrays(mean, query_tokens, key_tokens, row_hidden))
 
 
 @view_id("attention-grid")
 def attention_grid(patterns: np.ndarray, query_tokens: list[str], key_tokens: list[str], *, layer: int,
                    stack: str | None = None, hidden: np.ndarray | None = None,
-                   summary: tuple[int, str] = (1, "mean")) -> View:
+                   summary: tuple[int, str] = (1, "mean"), clip: bool = False) -> View:
     """Every head of a layer as small multiples, on the layer's colour scale (see :func:`attention_head`);
     with ``hidden``, each head's rows under :data:`VISIBLE_AT_LEAST` left blank.
 
@@ -120,7 +140,8 @@ def attention_grid(patterns: np.ndarray, query_tokens: list[str], key_tokens: li
     """
     _, _, suffix, grid_axes = _axes(stack)
     title = f"Layer {layer}{suffix}: every head ({grid_axes})"
-    fig = figures.heads_grid(_greyed(patterns, hidden), title, zmax=_top(patterns, hidden), summary=summary)
+    fig = figures.heads_grid(_greyed(patterns, hidden), title, zmax=_top(patterns, hidden, clip), summary=summary,
+                             notes=_notes(clip))
     return View(fig, title, _arrays(patterns, query_tokens, key_tokens, hidden))
 
 
@@ -154,12 +175,16 @@ def attention_window(patterns: np.ndarray, query_tokens: list[str], key_tokens: 
     return View(fig, title, _arrays(patterns[head], queries, keys))
 
 
+def _notes(clip: bool) -> tuple[str, ...]:
+    return (CLIPPED,) if clip else ()
+
+
 def _shown_stack(reading: AttentionReading, encoder_decoder: bool) -> str | None:
     return reading.stack if encoder_decoder else None
 
 
 def layer_views(reading: AttentionReading, layer: int, head: int, *, encoder_decoder: bool = False,
-                generated: int = 0, reduction: str = "mean", special: set[str] | None = None
+                generated: int = 0, reduction: str = "mean", special: set[str] | None = None, clip: bool = False
                 ) -> tuple[View, View, View]:
     """The three views of one layer of a reading: :func:`attention_head`, :func:`attention_mean` and
     :func:`attention_grid`, on one colour scale.
@@ -181,6 +206,9 @@ def layer_views(reading: AttentionReading, layer: int, head: int, *, encoder_dec
     reduction : {"mean", "max"}
     special : set of str, optional
         The tokenizer's special tokens (``tokenizer.all_special_tokens``); None: nothing hidden.
+    clip : bool
+        The colour scale clipped to the layer's :data:`CLIP_PERCENTILE` th percentile (see
+        :func:`attention_head`).
 
     Returns
     -------
@@ -198,7 +226,7 @@ def layer_views(reading: AttentionReading, layer: int, head: int, *, encoder_dec
     if special is not None and kept.block == 1:
         patterns, query_tokens, key_tokens, hidden = without_special(patterns, query_tokens, key_tokens, special)
     shown = dict(layer=layer, stack=_shown_stack(reading, encoder_decoder), hidden=hidden,
-                 summary=(kept.block, reduction))
+                 summary=(kept.block, reduction), clip=clip)
     return (attention_head(patterns, query_tokens, key_tokens, head=head, **shown),
             attention_mean(patterns, query_tokens, key_tokens, **shown),
             attention_grid(patterns, query_tokens, key_tokens, **shown))

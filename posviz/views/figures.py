@@ -242,8 +242,8 @@ def projection_figure(coords: np.ndarray, boundaries: list[int], path: bool, tit
 
 def small_multiples(matrices: np.ndarray, titles: list[str], title: str, zmin: float | None = None,
                     zmax: float | None = None, names: tuple[str, str] = ("row", "column"), columns: int = 4,
-                    max_cells: int = MAX_TILE_CELLS, first: int = 0, summary: tuple[int, str] = (1, "mean")
-                    ) -> go.Figure:
+                    max_cells: int = MAX_TILE_CELLS, first: int = 0, summary: tuple[int, str] = (1, "mean"),
+                    notes: tuple[str, ...] = ()) -> go.Figure:
     """Square matrices side by side on one colour scale (heads of a layer, heads of a bias,
     frequency bands of a rotary kernel).
 
@@ -265,16 +265,19 @@ def small_multiples(matrices: np.ndarray, titles: list[str], title: str, zmin: f
     summary : (int, str)
         ``(b, "mean")`` or ``(b, "max")``: each cell of ``matrices`` already summarises ``b × b`` cells
         (see :func:`token_heatmap`); tiles further reduced take means of those.
+    notes : tuple of str
+        More of what the reader must know, in the subtitle after the blocks' (colours clipped …).
     """
     matrices, factor = block_mean(matrices, max_cells)
     cell, reduction = summary
     block = cell * factor
     count = matrices.shape[0]
     if cell == 1:
-        notes = (f"means of {factor}×{factor} blocks",) if factor > 1 else ()
+        blocks = (f"means of {factor}×{factor} blocks",) if factor > 1 else ()
     else:
         kind = "maxima" if reduction == "max" else "means"
-        notes = (f"{kind} of {cell}×{cell} blocks" + (f", averaged {factor}×{factor}" if factor > 1 else ""),)
+        blocks = (f"{kind} of {cell}×{cell} blocks" + (f", averaged {factor}×{factor}" if factor > 1 else ""),)
+    notes = blocks + tuple(notes)
     fig = go.Figure()
     assign_validated(fig.layout, template=TEMPLATE, **copy.deepcopy(_tiles_layout(tuple(titles), columns, notes)))
     set_title(fig, title)
@@ -369,12 +372,13 @@ def _panel(i: int) -> dict:
 
 
 def heads_grid(patterns: np.ndarray, title: str, zmax: float | None = None,
-               summary: tuple[int, str] = (1, "mean")) -> go.Figure:
+               summary: tuple[int, str] = (1, "mean"), notes: tuple[str, ...] = ()) -> go.Figure:
     """All attention heads of one layer, [heads, queries, keys] (or their block summaries, see
-    :func:`small_multiples`), as small multiples from 0 to ``zmax`` (:func:`tile_columns` columns)."""
+    :func:`small_multiples`, and its ``notes``), as small multiples from 0 to ``zmax``
+    (:func:`tile_columns` columns)."""
     heads = patterns.shape[0]
     return small_multiples(patterns, [f"head {h}" for h in range(heads)], title, zmin=0, zmax=zmax,
-                           names=("query", "key"), columns=tile_columns(heads), summary=summary)
+                           names=("query", "key"), columns=tile_columns(heads), summary=summary, notes=notes)
 
 
 def tile_columns(count: int) -> int:
@@ -396,7 +400,8 @@ def token_heatmap(matrix: np.ndarray, tokens: list[str], title: str, colorbar: s
                   row_title: str = "token", col_title: str = "token", zmin: float | None = None,
                   col_tokens: list[str] | None = None, zmax: float | None = None,
                   hidden: np.ndarray | None = None, threshold: float = 0.0, max_cells: int = MAX_CELLS,
-                  summary: tuple[int, str] = (1, "mean"), origin: tuple[int, int] = (0, 0)) -> go.Figure:
+                  summary: tuple[int, str] = (1, "mean"), origin: tuple[int, int] = (0, 0),
+                  notes: tuple[str, ...] = ()) -> go.Figure:
     """A token-token matrix with token labels: an attention pattern (query rows, key columns) or
     the similarity of input representations. Square cells; its height follows its width in the app.
 
@@ -431,6 +436,8 @@ def token_heatmap(matrix: np.ndarray, tokens: list[str], title: str, colorbar: s
     origin : (int, int)
         Token index of the first row and column (a window of a longer pattern): axes and hover count
         from there, ``tokens`` and ``col_tokens`` being the window's own.
+    notes : tuple of str
+        More of what the reader must know, in the subtitle after the blocks' (colours clipped …).
     """
     cols = list(tokens) if col_tokens is None else list(col_tokens)
     z = _f32(matrix)
@@ -445,15 +452,15 @@ def token_heatmap(matrix: np.ndarray, tokens: list[str], title: str, colorbar: s
     cols_idx = origin[1] + np.arange(0, len(cols), block)
     labelled = block == 1 and len(tokens) <= MAX_LABELS and len(cols) <= MAX_LABELS
     kind = "maxima" if reduction == "max" else "means"
-    notes, row_labels = [f"{kind} of {block}×{block} blocks"] * (block > 1), list(tokens)
+    said, row_labels = [f"{kind} of {block}×{block} blocks"] * (block > 1) + list(notes), list(tokens)
     if hidden is None:
-        fig = new_figure(title, height=None, notes=notes, aspect=HEATMAP_ASPECT)
+        fig = new_figure(title, height=None, notes=said, aspect=HEATMAP_ASPECT)
     else:
         row_labels = [f"⊘ {t}" if g else t for t, g in zip(tokens, greyed)]
         greyed, shares = _row_blocks(greyed, block) == 1, _row_blocks(hidden, block)  # a block greyed where all is
-        notes += [f"⊘ grey rows: under {threshold:.0%} of their attention shown, not rescaled"] * bool(greyed.any()) \
+        said += [f"⊘ grey rows: under {threshold:.0%} of their attention shown, not rescaled"] * bool(greyed.any()) \
             + ["right: share hidden"]
-        fig = _subplots(new_figure(title, height=None, notes=notes, aspect=HEATMAP_ASPECT + 0.1),
+        fig = _subplots(new_figure(title, height=None, notes=said, aspect=HEATMAP_ASPECT + 0.1),
                         rows=1, cols=2, column_widths=[0.9, 0.1], shared_yaxes=True, horizontal_spacing=0.02)
         fig.add_trace(dict(type="heatmap", z=np.where(greyed[:, None], 1.0, np.nan) * np.ones((1, len(cols_idx))),
                            x=cols_idx, y=rows_idx, colorscale=[[0, MISSING], [1, MISSING]], showscale=False,
