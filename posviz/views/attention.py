@@ -47,26 +47,51 @@ def _greyed(patterns: np.ndarray, hidden: np.ndarray | None) -> np.ndarray:
     return np.where(((1 - hidden) < VISIBLE_AT_LEAST)[..., None], np.nan, patterns)
 
 
-def _top(patterns: np.ndarray, hidden: np.ndarray | None, clip: bool = False) -> float:
-    """The top of the layer's colour scale (its bottom is 0), greyed rows left out: the largest weight,
-    or with ``clip`` the :data:`CLIP_PERCENTILE` th percentile of the weights (the order statistic at
-    or below it: ``np.percentile(..., method="lower")``, by a partition), so that a few sinks (the
-    weight on [CLS] or [SEP] of a long input) do not leave every other cell at the bottom colour.
-    The largest weight where the percentile is 0; 1.0 where no weight is shown."""
-    shown = _greyed(patterns, hidden)
-    finite = shown[np.isfinite(shown)]
-    if not finite.size:
+def colour_top(patterns: np.ndarray, hidden: np.ndarray | None = None, clip: bool = False) -> float:
+    """The top of a layer's colour scale (its bottom is 0), greyed rows left out (:data:`VISIBLE_AT_LEAST`).
+
+    Parameters
+    ----------
+    patterns : np.ndarray
+        float [heads, queries, keys]: the layer's weights (or block summaries); NaN cells are left out.
+    hidden : np.ndarray, optional
+        float [heads, queries]: the share of each row hidden with the special tokens.
+    clip : bool
+        False: the largest weight. True: the :data:`CLIP_PERCENTILE` th percentile of the weights (the
+        order statistic at or below it, ``np.percentile(..., method="lower")``, found by a partition),
+        so that a few sinks (the weight on [CLS] or [SEP] of a long input) do not leave every other
+        cell at the bottom colour; the largest weight where that percentile is 0.
+
+    Returns
+    -------
+    float
+        1.0 where no weight is shown.
+    """
+    values = _greyed(patterns, hidden).ravel()
+    if hidden is not None or not np.isfinite(values).all():
+        values = values[np.isfinite(values)]
+    if not values.size:
         return 1.0
+    largest = float(values.max())
     if not clip:
-        return float(finite.max())
-    rank = CLIP_PERCENTILE * (finite.size - 1) // 100
-    return float(np.partition(finite, rank)[rank]) or float(finite.max()) or 1.0
+        return largest
+    rank = CLIP_PERCENTILE * (values.size - 1) // 100
+    return float(np.partition(values, rank)[rank]) or largest
+
+
+def _scale_top(top: float | None, patterns: np.ndarray, hidden: np.ndarray | None, clip: bool) -> float:
+    return colour_top(patterns, hidden, clip) if top is None else top
+
+
+def _notes(clip: bool) -> tuple[str, ...]:
+    return (CLIPPED,) if clip else ()
 
 
 @view_id("attention-head")
 def attention_head(patterns: np.ndarray, query_tokens: list[str], key_tokens: list[str], *, layer: int, head: int,
                    stack: str | None = None, hidden: np.ndarray | None = None,
-                   summary: tuple[int, str] = (1, "mean"), clip: bool = False) -> View:
+                   summary: tuple[int, str] = (1, "mean"), clip: bool = False,
+                   top: float | None = None) -> View:
     """The attention pattern of one head with token labels, on the layer's colour scale (0 to its
     largest weight, or with ``clip`` to its percentile :data:`CLIP_PERCENTILE`; shared with
     :func:`attention_mean` and :func:`attention_grid`). Beyond
@@ -93,6 +118,9 @@ def attention_head(patterns: np.ndarray, query_tokens: list[str], key_tokens: li
     clip : bool
         Colours clipped: the scale ends at the layer's :data:`CLIP_PERCENTILE` th percentile (said in
         the subtitle); the cells above it take its top colour, hover and arrays keep every weight.
+    top : float, optional
+        The scale's top where the caller has it (:func:`layer_views` computes it once for its three
+        views); None: :func:`colour_top` of ``patterns``.
 
     Returns
     -------
@@ -103,7 +131,8 @@ def attention_head(patterns: np.ndarray, query_tokens: list[str], key_tokens: li
     title = f"Layer {layer}, head {head}{suffix}"
     row_hidden = None if hidden is None else hidden[head]
     fig = figures.token_heatmap(patterns[head], query_tokens, title, "weight", rows, cols, zmin=0,
-                                zmax=_top(patterns, hidden, clip), col_tokens=key_tokens, hidden=row_hidden,
+                                zmax=_scale_top(top, patterns, hidden, clip), col_tokens=key_tokens,
+                                hidden=row_hidden,
                                 threshold=VISIBLE_AT_LEAST, max_cells=MAX_PAIR_CELLS, summary=summary,
                                 notes=_notes(clip))
     return View(fig, title, _arrays(patterns[head], query_tokens, key_tokens, row_hidden))
@@ -112,7 +141,8 @@ def attention_head(patterns: np.ndarray, query_tokens: list[str], key_tokens: li
 @view_id("attention-mean")
 def attention_mean(patterns: np.ndarray, query_tokens: list[str], key_tokens: list[str], *, layer: int,
                    stack: str | None = None, hidden: np.ndarray | None = None,
-                   summary: tuple[int, str] = (1, "mean"), clip: bool = False) -> View:
+                   summary: tuple[int, str] = (1, "mean"), clip: bool = False,
+                   top: float | None = None) -> View:
     """The mean of a layer's heads, on the layer's colour scale (see :func:`attention_head`); with
     ``hidden``, the mean share hidden; of block maxima, the mean of the heads' maxima (said in its title)."""
     rows, cols, suffix, _ = _axes(stack)
@@ -120,7 +150,8 @@ def attention_mean(patterns: np.ndarray, query_tokens: list[str], key_tokens: li
     mean = patterns.mean(axis=0)
     row_hidden = None if hidden is None else hidden.mean(axis=0)
     fig = figures.token_heatmap(mean, query_tokens, title, "weight", rows, cols, zmin=0,
-                                zmax=_top(patterns, hidden, clip), col_tokens=key_tokens, hidden=row_hidden,
+                                zmax=_scale_top(top, patterns, hidden, clip), col_tokens=key_tokens,
+                                hidden=row_hidden,
                                 threshold=VISIBLE_AT_LEAST, max_cells=MAX_PAIR_CELLS, summary=summary,
                                 notes=_notes(clip))
     return View(fig, title, _arrays(mean, query_tokens, key_tokens, row_hidden))
@@ -129,7 +160,8 @@ def attention_mean(patterns: np.ndarray, query_tokens: list[str], key_tokens: li
 @view_id("attention-grid")
 def attention_grid(patterns: np.ndarray, query_tokens: list[str], key_tokens: list[str], *, layer: int,
                    stack: str | None = None, hidden: np.ndarray | None = None,
-                   summary: tuple[int, str] = (1, "mean"), clip: bool = False) -> View:
+                   summary: tuple[int, str] = (1, "mean"), clip: bool = False,
+                   top: float | None = None) -> View:
     """Every head of a layer as small multiples, on the layer's colour scale (see :func:`attention_head`);
     with ``hidden``, each head's rows under :data:`VISIBLE_AT_LEAST` left blank.
 
@@ -140,8 +172,8 @@ def attention_grid(patterns: np.ndarray, query_tokens: list[str], key_tokens: li
     """
     _, _, suffix, grid_axes = _axes(stack)
     title = f"Layer {layer}{suffix}: every head ({grid_axes})"
-    fig = figures.heads_grid(_greyed(patterns, hidden), title, zmax=_top(patterns, hidden, clip), summary=summary,
-                             notes=_notes(clip))
+    fig = figures.heads_grid(_greyed(patterns, hidden), title, zmax=_scale_top(top, patterns, hidden, clip),
+                             summary=summary, notes=_notes(clip))
     return View(fig, title, _arrays(patterns, query_tokens, key_tokens, hidden))
 
 
@@ -173,10 +205,6 @@ def attention_window(patterns: np.ndarray, query_tokens: list[str], key_tokens: 
                                 zmax=float(patterns.max()) or 1.0, col_tokens=keys, max_cells=MAX_PAIR_CELLS,
                                 origin=(window.q0, window.k0))
     return View(fig, title, _arrays(patterns[head], queries, keys))
-
-
-def _notes(clip: bool) -> tuple[str, ...]:
-    return (CLIPPED,) if clip else ()
 
 
 def _shown_stack(reading: AttentionReading, encoder_decoder: bool) -> str | None:
@@ -226,7 +254,7 @@ def layer_views(reading: AttentionReading, layer: int, head: int, *, encoder_dec
     if special is not None and kept.block == 1:
         patterns, query_tokens, key_tokens, hidden = without_special(patterns, query_tokens, key_tokens, special)
     shown = dict(layer=layer, stack=_shown_stack(reading, encoder_decoder), hidden=hidden,
-                 summary=(kept.block, reduction), clip=clip)
+                 summary=(kept.block, reduction), clip=clip, top=colour_top(patterns, hidden, clip))
     return (attention_head(patterns, query_tokens, key_tokens, head=head, **shown),
             attention_mean(patterns, query_tokens, key_tokens, **shown),
             attention_grid(patterns, query_tokens, key_tokens, **shown))
