@@ -414,7 +414,8 @@ def token_heatmap(matrix: np.ndarray, tokens: list[str], title: str, colorbar: s
         overlap, :func:`~posviz.views.style.token_ticks`; beyond :data:`MAX_LABELS` tokens the axes
         show indices; hover always names the tokens).
     zmin, zmax : float, optional
-        Colour range (0 to the layer's largest weight for attention, shared with the heads grid).
+        Colour range (for attention: 0 to the layer's largest weight or its 99th percentile, shared with the
+        heads grid).
     col_tokens : list of str, optional
         Labels of the columns when they are other tokens than the rows (cross attention:
         target queries against source keys).
