@@ -19,7 +19,7 @@ VISIBLE_AT_LEAST = 0.1
 #: With clipped colours, a layer's colour scale ends at this percentile of its weights, not at the largest.
 CLIP_PERCENTILE = 99
 #: What the subtitle of a figure with clipped colours says.
-CLIPPED = f"colours clipped to the {CLIP_PERCENTILE}th percentile"
+CLIPPED = f"colours: top {100 - CLIP_PERCENTILE} % clipped"
 
 
 def marked(tokens: list[str], generated: int) -> list[str]:
