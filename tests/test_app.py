@@ -280,7 +280,7 @@ def test_attention_layer_head_grid_and_hide_special(bundled_lm):
     np.testing.assert_allclose(z[~greyed].sum(axis=1), 1.0, atol=1e-5)
     labels = list(head["layout"]["yaxis"]["ticktext"])
     assert [label.startswith("⊘ ") for label in labels] == list(greyed)
-    assert "under 10% of their attention" in head["layout"]["title"]["subtitle"]["text"]
+    assert "under 10% of their attention" in head["layout"]["title"]["subtitle"]["text"].replace("<br>", " ")
 
 
 # ---------------------------------------------------------------- bad model id
