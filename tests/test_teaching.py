@@ -336,6 +336,18 @@ def test_long_sentence_stays_out_of_the_link():
     assert any("link does not hold it" in c.value for c in at.caption)
 
 
+def test_long_sentence_the_link_gave_is_taken_out_of_it():
+    """As the browser writes a bound field's text to the URL (after an emptied field, the field is bound
+    when the long text is pasted): the next run takes it out and says so."""
+    long = "the cat chased the dog " * (URL_TEXT_LIMIT // 20)
+    at = open_page("attention", {"text": long})
+    at.run()
+    assert_clean(at, "attention")
+    assert at.text_input(key="text").value == long
+    assert "text" not in at.query_params
+    assert any("link does not hold it" in c.value for c in at.caption)
+
+
 def test_umap_on_too_few_points_falls_back_to_pca():
     vectors = np.random.default_rng(0).standard_normal((3, 16)).astype(np.float32)
     with warnings.catch_warnings(record=True) as caught:

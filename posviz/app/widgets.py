@@ -116,6 +116,10 @@ def text_field(container, label: str, name: str, lm: LoadedModel | None = None, 
         # link would open with the page's default sentence. Written unbound (the session keeps the field's value).
         release_bound_params(name)
         st.query_params[name] = ""
+    if too_long and name in st.query_params:
+        # the browser wrote it to the URL while the field was still bound (after an emptied field, above)
+        release_bound_params(name)
+        del st.query_params[name]
     if too_long:
         st.caption(f"{label}: longer than a link carries ({URL_TEXT_LIMIT:,} characters), so this page's link does "
                    "not hold it; share the text itself.")
