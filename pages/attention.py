@@ -152,8 +152,8 @@ with figures_box:
     show(grid_view, recipe=recipe("attention-grid", **shown))
 if window is not None:
     with zoom_box:
-        show(views.window_view(att, layer, head, window, **drawn),
-             recipe=recipe("attention-window", layer=layer, head=head, zoom=list(astuple(window)), **read))
+        show(views.window_view(att, layer, head, window, clip=clip, **drawn),
+             recipe=recipe("attention-window", layer=layer, head=head, zoom=list(astuple(window)), clip=clip, **read))
 
 st.subheader("Attention by offset")
 if stack == "cross":

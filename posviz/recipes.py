@@ -316,7 +316,7 @@ def _layer_view(which: int) -> Callable[..., View]:
 
 def _attention_window(lm: LoadedModel, *, sentence: str, text_pair: str | None = None, target: str | None = None,
                       stack: str = "encoder", limit: int | None = None, generate: int = 0, layer: int, head: int,
-                      zoom: list[int]) -> View:
+                      zoom: list[int], clip: bool = False) -> View:
     generated = _prepared(lm, sentence=sentence, text_pair=text_pair, stack=stack, limit=limit, generate=generate,
                           layer=layer, head=head)
     queries, keys = attention_size(lm, sentence, text_pair, target=target, stack=stack, limit=limit,
@@ -329,7 +329,7 @@ def _attention_window(lm: LoadedModel, *, sentence: str, text_pair: str | None =
     found = read_attention(lm, sentence, text_pair, target=target, stack=stack, layers=[layer], window=window,
                            limit=limit, continuation=generated)
     return attention_views.window_view(found, layer, head, window, generated=len(generated),
-                                       encoder_decoder=bool(lm.config.is_encoder_decoder))
+                                       encoder_decoder=bool(lm.config.is_encoder_decoder), clip=clip)
 
 
 def _profile(lm: LoadedModel, *, sentence: str, text_pair: str | None, target: str | None, stack: str,

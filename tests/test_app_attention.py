@@ -196,9 +196,15 @@ def test_clipped_colours_show_a_long_inputs_pattern_and_the_toggle_gives_the_who
     assert head["data"][0]["zmax"] == mean["data"][0]["zmax"] == grid["layout"]["coloraxis"]["cmax"]
     assert head["data"][0]["zmax"] == pytest.approx(top, rel=1e-6)
     assert all(views.CLIPPED in title_text(f).replace("<br>", " ") for f in (head, mean, grid))
+    zoom = next(f for f in figures(at) if "queries 0–31, keys 0–31" in title_text(f))  # its own scale, clipped too
+    assert zoom["data"][0]["zmax"] == pytest.approx(np.percentile(full[:, :32, :32], views.CLIP_PERCENTILE,
+                                                                  method="lower"), rel=1e-6)
+    assert zoom["data"][0]["colorbar"]["ticktext"][-1].startswith("≥ ")
 
     at.toggle(key="clip").set_value(False).run()
     assert_clean(at, "attention")
     head, mean, grid = figures(at)[:3]
     assert head["data"][0]["zmax"] == grid["layout"]["coloraxis"]["cmax"] == pytest.approx(full.max(), rel=1e-6)
-    assert not any("clipped" in title_text(f) for f in (head, mean, grid))
+    assert not any("clipped" in title_text(f) for f in figures(at))
+    zoom = next(f for f in figures(at) if "queries 0–31, keys 0–31" in title_text(f))
+    assert zoom["data"][0]["zmax"] == pytest.approx(full[:, :32, :32].max(), rel=1e-6)

@@ -119,10 +119,13 @@ def test_clipped_attention_colours_end_at_the_99th_percentile_of_the_rows_shown(
     assert (main.zmin, main.zmax) == (0, pytest.approx(top))
     assert attention.CLIPPED in head.layout.title.subtitle.text
     np.testing.assert_allclose(main.z[1, 0], 0.9, rtol=1e-6)  # the cell keeps its weight: hover says it
+    assert main.colorbar.ticktext[-1] == f"≥ {top:.2g}" and main.colorbar.tickvals[-1] == pytest.approx(top)
     grid = attention.attention_grid(patterns, tokens, tokens, layer=0, hidden=hidden, clip=True).figure
     assert grid.layout.coloraxis.cmax == pytest.approx(top) and attention.CLIPPED in grid.layout.title.subtitle.text
+    assert grid.layout.coloraxis.colorbar.ticktext[-1] == f"≥ {top:.2g}"
     whole = attention.attention_mean(patterns, tokens, tokens, layer=0, hidden=hidden).figure
     assert whole.data[-1].zmax == pytest.approx(0.9) and attention.CLIPPED not in whole.layout.title.subtitle.text
+    assert whole.data[-1].colorbar.ticktext is None  # plotly's own ticks
 
 
 def test_figures_carry_posviz_template_set_without_validation_and_unshared():

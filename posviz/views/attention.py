@@ -5,12 +5,14 @@ any length (:func:`posviz.analysis.attention_reading.read_attention`), as the At
 from __future__ import annotations
 
 import numpy as np
+import plotly.graph_objects as go
 
 from posviz.analysis.attention import SIDES, STACKS, without_special
 from posviz.analysis.attention_budget import Window
 from posviz.analysis.attention_reading import AttentionReading
 from posviz.views import figures
 from posviz.views.limits import MAX_PAIR_CELLS
+from posviz.views.style import clipped_colour_ticks
 from posviz.views.view import View, view_id
 
 #: Rows of an attention pattern with special tokens hidden are greyed (not rescaled) where less than
@@ -19,7 +21,7 @@ VISIBLE_AT_LEAST = 0.1
 #: With clipped colours, a layer's colour scale ends at this percentile of its weights, not at the largest.
 CLIP_PERCENTILE = 99
 #: What the subtitle of a figure with clipped colours says.
-CLIPPED = f"colours: top {100 - CLIP_PERCENTILE} % clipped"
+CLIPPED = f"colours: top {100 - CLIP_PERCENTILE} % clipped".replace(" ", "\u00a0")  # one line, never broken
 
 
 def marked(tokens: list[str], generated: int) -> list[str]:
@@ -87,6 +89,15 @@ def _notes(clip: bool) -> tuple[str, ...]:
     return (CLIPPED,) if clip else ()
 
 
+def _mark_clipped(fig: go.Figure, top: float, clip: bool) -> go.Figure:
+    """With ``clip``, the colour bar's top labelled "≥ top" (:func:`~posviz.views.style.clipped_colour_ticks`):
+    the bar of a grid's shared colour axis, else of the figure's last trace (the pattern)."""
+    if clip:
+        bar = fig.layout.coloraxis.colorbar if fig.layout.coloraxis.cmax is not None else fig.data[-1].colorbar
+        bar.update(clipped_colour_ticks(top))
+    return fig
+
+
 @view_id("attention-head")
 def attention_head(patterns: np.ndarray, query_tokens: list[str], key_tokens: list[str], *, layer: int, head: int,
                    stack: str | None = None, hidden: np.ndarray | None = None,
@@ -130,12 +141,11 @@ def attention_head(patterns: np.ndarray, query_tokens: list[str], key_tokens: li
     rows, cols, suffix, _ = _axes(stack)
     title = f"Layer {layer}, head {head}{suffix}"
     row_hidden = None if hidden is None else hidden[head]
-    fig = figures.token_heatmap(patterns[head], query_tokens, title, "weight", rows, cols, zmin=0,
-                                zmax=_scale_top(top, patterns, hidden, clip), col_tokens=key_tokens,
-                                hidden=row_hidden,
-                                threshold=VISIBLE_AT_LEAST, max_cells=MAX_PAIR_CELLS, summary=summary,
-                                notes=_notes(clip))
-    return View(fig, title, _arrays(patterns[head], query_tokens, key_tokens, row_hidden))
+    top = _scale_top(top, patterns, hidden, clip)
+    fig = figures.token_heatmap(patterns[head], query_tokens, title, "weight", rows, cols, zmin=0, zmax=top,
+                                col_tokens=key_tokens, hidden=row_hidden, threshold=VISIBLE_AT_LEAST,
+                                max_cells=MAX_PAIR_CELLS, summary=summary, notes=_notes(clip))
+    return View(_mark_clipped(fig, top, clip), title, _arrays(patterns[head], query_tokens, key_tokens, row_hidden))
 
 
 @view_id("attention-mean")
@@ -149,12 +159,11 @@ def attention_mean(patterns: np.ndarray, query_tokens: list[str], key_tokens: li
     title = f"Layer {layer}, mean over heads{' of the block maxima' if summary[1] == 'max' and summary[0] > 1 else ''}{suffix}"
     mean = patterns.mean(axis=0)
     row_hidden = None if hidden is None else hidden.mean(axis=0)
-    fig = figures.token_heatmap(mean, query_tokens, title, "weight", rows, cols, zmin=0,
-                                zmax=_scale_top(top, patterns, hidden, clip), col_tokens=key_tokens,
-                                hidden=row_hidden,
-                                threshold=VISIBLE_AT_LEAST, max_cells=MAX_PAIR_CELLS, summary=summary,
-                                notes=_notes(clip))
-    return View(fig, title, _arrays(mean, query_tokens, key_tokens, row_hidden))
+    top = _scale_top(top, patterns, hidden, clip)
+    fig = figures.token_heatmap(mean, query_tokens, title, "weight", rows, cols, zmin=0, zmax=top,
+                                col_tokens=key_tokens, hidden=row_hidden, threshold=VISIBLE_AT_LEAST,
+                                max_cells=MAX_PAIR_CELLS, summary=summary, notes=_notes(clip))
+    return View(_mark_clipped(fig, top, clip), title, _arrays(mean, query_tokens, key_tokens, row_hidden))
 
 
 @view_id("attention-grid")
@@ -172,16 +181,18 @@ def attention_grid(patterns: np.ndarray, query_tokens: list[str], key_tokens: li
     """
     _, _, suffix, grid_axes = _axes(stack)
     title = f"Layer {layer}{suffix}: every head ({grid_axes})"
-    fig = figures.heads_grid(_greyed(patterns, hidden), title, zmax=_scale_top(top, patterns, hidden, clip),
-                             summary=summary, notes=_notes(clip))
-    return View(fig, title, _arrays(patterns, query_tokens, key_tokens, hidden))
+    top = _scale_top(top, patterns, hidden, clip)
+    fig = figures.heads_grid(_greyed(patterns, hidden), title, zmax=top, summary=summary, notes=_notes(clip))
+    return View(_mark_clipped(fig, top, clip), title, _arrays(patterns, query_tokens, key_tokens, hidden))
 
 
 @view_id("attention-window")
 def attention_window(patterns: np.ndarray, query_tokens: list[str], key_tokens: list[str], window, *, layer: int,
-                     head: int, stack: str | None = None) -> View:
+                     head: int, stack: str | None = None, clip: bool = False) -> View:
     """A window of one head's pattern at full resolution: every weight, token labels where they can be
-    read, axes counting the input's token indices (a zoom into a long input's summary).
+    read, axes counting the input's token indices (a zoom into a long input's summary); its colour scale
+    from 0 to the window's largest weight of any head, or with ``clip`` to their :data:`CLIP_PERCENTILE` th
+    percentile (:func:`colour_top`, said as for :func:`attention_head`).
 
     Parameters
     ----------
@@ -191,6 +202,7 @@ def attention_window(patterns: np.ndarray, query_tokens: list[str], key_tokens: 
         The whole input's tokens (the window's are taken from them).
     window : posviz.analysis.attention_budget.Window
     layer, head : int
+    clip : bool
 
     Returns
     -------
@@ -201,10 +213,11 @@ def attention_window(patterns: np.ndarray, query_tokens: list[str], key_tokens: 
     title = (f"Layer {layer}, head {head}{suffix}: queries {window.q0}–{window.q1 - 1}, "
              f"keys {window.k0}–{window.k1 - 1}")
     queries, keys = query_tokens[window.q0:window.q1], key_tokens[window.k0:window.k1]
-    fig = figures.token_heatmap(patterns[head], queries, title, "weight", rows, cols, zmin=0,
-                                zmax=float(patterns.max()) or 1.0, col_tokens=keys, max_cells=MAX_PAIR_CELLS,
-                                origin=(window.q0, window.k0))
-    return View(fig, title, _arrays(patterns[head], queries, keys))
+    top = colour_top(patterns, None, clip)
+    fig = figures.token_heatmap(patterns[head], queries, title, "weight", rows, cols, zmin=0, zmax=top,
+                                col_tokens=keys, max_cells=MAX_PAIR_CELLS, origin=(window.q0, window.k0),
+                                notes=_notes(clip))
+    return View(_mark_clipped(fig, top, clip), title, _arrays(patterns[head], queries, keys))
 
 
 def _shown_stack(reading: AttentionReading, encoder_decoder: bool) -> str | None:
@@ -261,7 +274,7 @@ def layer_views(reading: AttentionReading, layer: int, head: int, *, encoder_dec
 
 
 def window_view(reading: AttentionReading, layer: int, head: int, window: Window, *, encoder_decoder: bool = False,
-                generated: int = 0) -> View:
+                generated: int = 0, clip: bool = False) -> View:
     """:func:`attention_window` of one layer of a reading: the weights in ``window``, exact, from the
     layer kept whole or from the window a summarised layer keeps (the reading's own ``window``).
 
@@ -271,7 +284,7 @@ def window_view(reading: AttentionReading, layer: int, head: int, window: Window
     layer, head : int
     window : Window
         Inside the pattern (:meth:`Window.clipped`); for a summarised layer, the reading's window.
-    encoder_decoder, generated
+    encoder_decoder, generated, clip
         As for :func:`layer_views`.
 
     Returns
@@ -281,4 +294,4 @@ def window_view(reading: AttentionReading, layer: int, head: int, window: Window
     kept = reading.layer(layer)
     zoomed = kept.window_patterns if kept.block > 1 else kept.patterns[:, window.q0:window.q1, window.k0:window.k1]
     return attention_window(zoomed, marked(reading.query_tokens, generated), marked(reading.key_tokens, generated),
-                            window, layer=layer, head=head, stack=_shown_stack(reading, encoder_decoder))
+                            window, layer=layer, head=head, stack=_shown_stack(reading, encoder_decoder), clip=clip)

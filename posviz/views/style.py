@@ -259,6 +259,25 @@ def colour_bar(title: str) -> dict:
     return dict(title=dict(text=title, side="right"))
 
 
+def clipped_colour_ticks(top: float, most: int = 5) -> dict:
+    """The ticks of a colour bar from 0 whose scale a clipping ends at ``top``: round values below it
+    (steps of 1, 2 or 5 × 10ᵏ, at most ``most`` of them) and ``top`` itself, labelled "≥ top" (the cells
+    at the top colour hold that much or more); ``tickvals`` and ``ticktext`` for a ``colorbar``.
+
+    Examples
+    --------
+    >>> clipped_colour_ticks(0.0126)["ticktext"]
+    ['0', '0.005', '0.01', '≥ 0.013']
+    >>> clipped_colour_ticks(0.98)["ticktext"]
+    ['0', '0.2', '0.4', '0.6', '0.8', '≥ 0.98']
+    """
+    raw = top / most
+    magnitude = 10.0 ** math.floor(math.log10(raw))
+    step = next(m * magnitude for m in (1, 2, 5, 10) if m * magnitude >= raw * 0.999)
+    values = [round(k * step, 12) for k in range(int(top / step) + 1) if k * step <= top - 0.5 * step]
+    return dict(tickvals=[*values, top], ticktext=[f"{v:.3g}" for v in values] + [f"≥ {top:.2g}"])
+
+
 def aspect_of(fig: go.Figure) -> float | None:
     """Width ÷ height of a figure whose height follows its width (:func:`new_figure`), or None."""
     meta = fig.layout.meta
