@@ -126,6 +126,10 @@ def test_clipped_attention_colours_end_at_the_99th_percentile_of_the_rows_shown(
     whole = attention.attention_mean(patterns, tokens, tokens, layer=0, hidden=hidden).figure
     assert whole.data[-1].zmax == pytest.approx(0.9) and attention.CLIPPED not in whole.layout.title.subtitle.text
     assert whole.data[-1].colorbar.ticktext is None  # plotly's own ticks
+    from posviz.analysis.attention_budget import Window
+    corner = attention.attention_window(np.zeros((2, 4, 4), np.float32), tokens, tokens, Window(0, 4, 10, 14),
+                                        layer=0, head=0, clip=True).figure  # a causal pattern's upper corner
+    assert (corner.data[0].zmin, corner.data[0].zmax) == (0, 1.0)
 
 
 def test_figures_carry_posviz_template_set_without_validation_and_unshared():

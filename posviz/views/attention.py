@@ -67,14 +67,14 @@ def colour_top(patterns: np.ndarray, hidden: np.ndarray | None = None, clip: boo
     Returns
     -------
     float
-        1.0 where no weight is shown.
+        1.0 where no weight is shown, or every weight shown is 0 (a causal pattern's upper corner).
     """
     values = _greyed(patterns, hidden).ravel()
     if hidden is not None or not np.isfinite(values).all():
         values = values[np.isfinite(values)]
     if not values.size:
         return 1.0
-    largest = float(values.max())
+    largest = float(values.max()) or 1.0
     if not clip:
         return largest
     rank = CLIP_PERCENTILE * (values.size - 1) // 100
