@@ -22,7 +22,9 @@ from posviz.app.notices import (
     truncation_notice,
 )
 from posviz.app.navigation import current_model
-from posviz.app.widgets import index_slider, position_range, sentence_inputs, stop_without_text, text_field, url
+from posviz.app.widgets import (
+    index_slider, on_by_default, position_range, sentence_inputs, stop_without_text, text_field, url,
+)
 from posviz.views import attention as views
 from posviz.views import attention_offsets as offset_views
 from posviz.views.limits import MAX_LABELS
@@ -96,7 +98,7 @@ else:
                      help="Drop [CLS], [SEP], BOS/EOS … and renormalise each row to sum to 1; beside each pattern, "
                           f"how much of each row was hidden; rows with under {views.VISIBLE_AT_LEAST:.0%} left are "
                           "greyed.")
-clip = c3.toggle("Clip colours", value=True, **url("clip"), wrap=True,
+clip = c3.toggle("Clip colours", **on_by_default("clip"), wrap=True,
                  help=f"Colours from 0 to the layer's {views.CLIP_PERCENTILE}th percentile weight, not its largest: "
                       "a few large weights (on [CLS] or [SEP], most of all in a long input) otherwise leave every "
                       "other cell at the bottom colour. Hover shows the true weights either way.")

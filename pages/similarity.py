@@ -11,7 +11,7 @@ from posviz.app import caches, layout
 from posviz.app.downloads import show
 from posviz.app.notices import explain
 from posviz.app.navigation import current_model
-from posviz.app.widgets import choose_encoding, clip_state, position_range, url
+from posviz.app.widgets import choose_encoding, clip_state, on_by_default, position_range, url
 from posviz.positions.base import METRICS
 from posviz.recipes import recipe
 from posviz.views import patch_grid, positions
@@ -40,7 +40,7 @@ else:
                       **url("metric"))
 normalize = c2.toggle("÷ maximum", **url("normalize"), wrap=True,
                       help="Divide by the largest value (each head by its own, for a bias).")
-clip = c2.toggle("Clip colours", value=True, **url("clip"), wrap=True,
+clip = c2.toggle("Clip colours", **on_by_default("clip"), wrap=True,
                  help="A few outliers (position 0 of BERT-style models) otherwise take the whole colour scale. "
                       "Hover shows the true values either way.")
 first, last = position_range(c3, f"{axis.capitalize()}s (row numbers)", n, positions.default_range(encoding))

@@ -56,7 +56,7 @@ def test_the_standard_set_is_what_the_pages_show(exported):
 # ---------------------------------------------------------------- the URL contract
 
 #: Functions of posviz.app.widgets that bind a widget, and the position of the parameter's name.
-BINDERS = {"url": 0, "text_field": 2, "index_slider": 3, "clip_state": 0}
+BINDERS = {"url": 0, "text_field": 2, "index_slider": 3, "clip_state": 0, "on_by_default": 0}
 
 
 def _calls(path):

@@ -32,6 +32,14 @@ def url(name: str) -> dict:
     return {"key": name, "bind": "query-params"}
 
 
+def on_by_default(name: str) -> dict:
+    """The keyword arguments of a toggle that is on by default, bound to query parameter ``name``
+    (:func:`url`): ``value=True`` only where the session does not hold its value yet. A lecture's slide
+    sets it through the Session State API, and a default beside such a value draws Streamlit's warning.
+    """
+    return url(name) | ({} if name in st.session_state else {"value": True})
+
+
 def release_bound_params(*names: str) -> None:
     """Unbind every widget of this session from the URL (with ``names``, those of these parameters), so
     that ``st.switch_page(query_params=...)`` or ``st.query_params`` may write the parameters they held
