@@ -60,7 +60,8 @@ def colour_top(patterns: np.ndarray, hidden: np.ndarray | None = None, clip: boo
         float [heads, queries]: the share of each row hidden with the special tokens.
     clip : bool
         False: the largest weight. True: the :data:`CLIP_PERCENTILE` th percentile of the weights (the
-        order statistic at or below it, ``np.percentile(..., method="lower")``, found by a partition),
+        order statistic at or below it, ``np.percentile(..., method="lower")``, found by a partition:
+        :func:`posviz.views.figures.clip_limits` takes four times as long on a 512-token layer, on every rerun),
         so that a few sinks (the weight on [CLS] or [SEP] of a long input) do not leave every other
         cell at the bottom colour; the largest weight where that percentile is 0.
 
