@@ -23,7 +23,7 @@ from posviz.cli import main
 from posviz.export import figure_html
 from posviz.store import ModelStore
 from tests.support.apptest import apptest_like_browser  # noqa: F401  the autouse AppTest shims
-from tests.support.apptest import assert_clean, open_page
+from tests.support.apptest import assert_clean, download_buttons, open_page
 from tests.support.local_hub import LocalHub
 from tests.test_export import cli, download, media  # noqa: F401  fixtures and the download of a button
 
@@ -208,7 +208,7 @@ def test_a_hub_model_is_compared_again_at_its_commit_and_a_commit_that_is_gone_i
 
 def json_buttons(at) -> dict[str, object]:
     """The sidecar button of each chart, by the chart's stem (the table's CSV button has no key)."""
-    return {b.key.removeprefix("download-").removesuffix("-json"): b for b in at.get("download_button")
+    return {b.key.removeprefix("download-").removesuffix("-json"): b for b in download_buttons(at)
             if (b.key or "").endswith("-json")}
 
 

@@ -46,7 +46,7 @@ from posviz.views import input as input_views
 from posviz.views.style import for_presentation
 from posviz.views.view import View, slug
 from tests.support.apptest import apptest_like_browser  # noqa: F401  the autouse AppTest shims
-from tests.support.apptest import ROOT, arr, assert_clean, figures, open_page
+from tests.support.apptest import ROOT, arr, assert_clean, download_buttons, figures, open_page
 
 SENTENCE = "The cat chased the dog"
 TOKENS = ["[CLS]", "the", "cat", "chased", "the", "dog", "[SEP]"]
@@ -665,7 +665,7 @@ def file_names(media: list[MediaFileManager], buttons) -> list[str]:
 def button_rows(at) -> list[list]:
     """The download buttons of each chart (keys ``download-<view stem>-<kind>``), in page order."""
     rows: dict[str, list] = {}
-    for button in at.get("download_button"):
+    for button in download_buttons(at):
         rows.setdefault(button.key.rsplit("-", 1)[0], []).append(button)
     return list(rows.values())
 
@@ -709,6 +709,20 @@ def test_similarity_page_offers_downloads_of_its_matrix(media, monkeypatch):
     if BROWSER:
         root = ET.fromstring(download(media, svg_button))
         assert root.tag.endswith("svg")
+
+
+def test_download_menus_make_their_buttons_only_when_opened(media):
+    at = open_page("attention")
+    assert_clean(at, "attention")
+    menus = [menu for menu in at.get("popover") if menu.key.startswith("download-")]
+    assert len(menus) == len(figures(at)) == 7  # one a chart
+    assert [menu.proto.popover.label for menu in menus] == ["Download"] * 7
+    assert menus[0].proto.popover.help == "SVG, HTML (offline), CSV, NPZ, JSON: the files of this chart."
+    assert len(at.get("download_button")) == 0  # a rerun of the page makes none
+    at.session_state[menus[0].key] = True  # a click on the head's menu
+    at.run()
+    assert [b.key for b in at.get("download_button")] == [f"{menus[0].key}-{kind}"
+                                                          for kind in ("svg", "html", "csv", "npz", "json")]
 
 
 def test_attention_page_csv_has_the_tokens_and_npz_every_head(media):
@@ -767,7 +781,7 @@ def test_charts_sharing_a_title_get_their_own_buttons(media):
 
     at = AppTest.from_function(_charts_with_one_title, default_timeout=120).run()
     assert not at.exception, [e.value for e in at.exception]
-    buttons = at.get("download_button")
+    buttons = download_buttons(at)
     keys = [b.key for b in buttons]
     assert keys == [f"download-same-title{n}-{kind}" for n in ("", "-2", "-3") for kind in ("svg", "html", "csv", "npz")
                     ] + ["download-figure-svg", "download-figure-html",  # no arrays: no CSV, no NPZ

@@ -32,7 +32,7 @@ from posviz.export import figure_html
 from posviz.recipes import BUILDERS, Recipe, build, recipe
 from posviz.standard_set import regenerated, standard_set, write_exports
 from tests.support.apptest import apptest_like_browser  # noqa: F401  the autouse AppTest shims
-from tests.support.apptest import assert_clean, open_page
+from tests.support.apptest import assert_clean, download_buttons, open_page
 from tests.support.local_hub import LocalHub
 from tests.support.tiny_models import LONG_TEXT
 from tests.test_export import cli, download, media  # noqa: F401  fixtures and the download of a button
@@ -310,7 +310,7 @@ def test_a_hub_commit_that_is_gone_is_one_line(cli, local_hub, tiny_path, tmp_pa
 
 def _json_buttons(at) -> dict[str, object]:
     """The sidecar button of each chart that has one, by the chart's stem."""
-    return {b.key.removeprefix("download-").removesuffix("-json"): b for b in at.get("download_button")
+    return {b.key.removeprefix("download-").removesuffix("-json"): b for b in download_buttons(at)
             if b.key.endswith("-json")}
 
 

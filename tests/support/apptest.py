@@ -77,6 +77,21 @@ def open_page(page: str, query_params: dict | None = None, **state) -> AppTest:
     return at
 
 
+def download_buttons(at: AppTest) -> list:
+    """The buttons of every chart's "Download" menu (:func:`posviz.app.downloads.show`), in page order.
+
+    A menu's buttons are made only while it is open: the closed menus are opened, as a click does
+    (their state set, then a rerun of ``at``).
+    """
+    closed = [menu.key for menu in at.get("popover")
+              if (menu.key or "").startswith("download-") and not at.session_state[menu.key]]
+    for key in closed:
+        at.session_state[key] = True
+    if closed:
+        at.run()
+    return at.get("download_button")
+
+
 def assert_clean(at: AppTest, page: str) -> None:
     """No exception, no error box in the main area, and the page's title."""
     assert not at.exception, [e.value for e in at.exception]
