@@ -21,7 +21,7 @@ from posviz.app.notices import (
     attention_budget_notice, budget_set_limit, require_attention, require_text, require_weights,
     truncation_notice,
 )
-from posviz.app.navigation import current_model
+from posviz.app.navigation import current_model, page_fragment
 from posviz.app.widgets import (
     index_slider, on_by_default, position_range, sentence_inputs, stop_without_text, text_field, url,
 )
@@ -84,112 +84,122 @@ if generate:
 queries, keys = caches.attention_size(key, text, text_pair, target, stack, limit, len(generated))
 summarised = max(queries, keys) > budget.WHOLE_TOKENS
 
-c1, c2, c3 = st.columns(3)
-layer = index_slider(c1, "Layer", budget.stack_layers(lm, stack), "layer")
-head = index_slider(c2, "Head", budget.stack_heads(lm, stack), "head")
-hide, reduction = False, "mean"
-if summarised:
-    reduction = c3.radio("Block summary", ["mean", "max"], horizontal=True, **url("blocks"),
-                         help=f"Beyond {budget.WHOLE_TOKENS} tokens a cell stands for a block of tokens: the mean "
-                              "of its weights, or the largest (a strong link stays visible). The zoom below shows "
-                              "every weight.")
-else:
-    hide = c3.toggle("Hide special tokens", **url("hide_special"), wrap=True,
-                     help="Drop [CLS], [SEP], BOS/EOS … and renormalise each row to sum to 1; beside each pattern, "
-                          f"how much of each row was hidden; rows with under {views.VISIBLE_AT_LEAST:.0%} left are "
-                          "greyed.")
-clip = c3.toggle("Clip colours", **on_by_default("clip"), wrap=True,
-                 help=f"Colours from 0 to the layer's {views.CLIP_PERCENTILE}th percentile weight, not its largest: "
-                      "a few large weights (on [CLS] or [SEP], most of all in a long input) otherwise leave every "
-                      "other cell at the bottom colour. Hover shows the true weights either way.")
-# Drawn top to bottom: notices, the layer's figures, the zoom; its sliders are made first (the reading needs them).
-notices_box, figures_box, zoom_slot = st.container(), st.container(), st.empty()
-zoom_box = zoom_slot.container()
-window = None
-if max(queries, keys) > MAX_LABELS:
-    zoom_box.subheader("Zoom")
-    zq, zk = zoom_box.columns(2)
-    most = budget.WINDOW_CELLS
-    q0, q1 = position_range(zq, "Queries", queries, (0, min(ZOOM - 1, queries - 1)), name="zoom_q",
-                            help=f"Query rows shown at full resolution (at most {most}).")
-    k0, k1 = position_range(zk, "Keys", keys, (0, min(ZOOM - 1, keys - 1)), name="zoom_k",
-                            help=f"Key columns shown at full resolution (at most {most}).")
-    window = budget.Window(q0, q1 + 1, k0, k1 + 1).clipped(queries, keys, most)
-    if (window.q1 - window.q0, window.k1 - window.k0) != (q1 + 1 - q0, k1 + 1 - k0):
-        zoom_box.caption(f"The zoom shows at most {most} × {most} weights: queries {window.q0}–{window.q1 - 1}, "
-                         f"keys {window.k0}–{window.k1 - 1}.")
 
-asked = dict(stack=stack, window=window if summarised else None)
-layers = None if budget.every_layer_fits(lm, queries, keys, **asked) else (layer,)
-cost = budget.estimate(lm, queries, keys=keys if stack == "cross" else None, stack=stack,
-                        kept=budget.stack_layers(lm, stack) if layers is None else 1, window=asked["window"])
-if not cost.fits:
-    zoom_slot.empty()  # nothing to zoom into
+def patterns_and_offsets() -> None:
+    """The page below its inputs: the sliders, the layer's patterns, the zoom and the attention by offset. A
+    fragment (:func:`~posviz.app.navigation.page_fragment`): moving a slider reruns this part alone."""
+    c1, c2, c3 = st.columns(3)
+    layer = index_slider(c1, "Layer", budget.stack_layers(lm, stack), "layer")
+    head = index_slider(c2, "Head", budget.stack_heads(lm, stack), "head")
+    hide, reduction = False, "mean"
+    if summarised:
+        reduction = c3.radio("Block summary", ["mean", "max"], horizontal=True, **url("blocks"),
+                             help=f"Beyond {budget.WHOLE_TOKENS} tokens a cell stands for a block of tokens: the mean "
+                                  "of its weights, or the largest (a strong link stays visible). The zoom below shows "
+                                  "every weight.")
+    else:
+        hide = c3.toggle("Hide special tokens", **url("hide_special"), wrap=True,
+                         help="Drop [CLS], [SEP], BOS/EOS … and renormalise each row to sum to 1; beside each "
+                              "pattern, how much of each row was hidden; rows with under "
+                              f"{views.VISIBLE_AT_LEAST:.0%} left are greyed.")
+    clip = c3.toggle("Clip colours", **on_by_default("clip"), wrap=True,
+                     help=f"Colours from 0 to the layer's {views.CLIP_PERCENTILE}th percentile weight, not its "
+                          "largest: a few large weights (on [CLS] or [SEP], most of all in a long input) otherwise "
+                          "leave every other cell at the bottom colour. Hover shows the true weights either way.")
+    # Drawn top to bottom: notices, the layer's figures, the zoom; its sliders are made first (the reading
+    # needs them).
+    notices_box, figures_box, zoom_slot = st.container(), st.container(), st.empty()
+    zoom_box = zoom_slot.container()
+    window = None
+    if max(queries, keys) > MAX_LABELS:
+        zoom_box.subheader("Zoom")
+        zq, zk = zoom_box.columns(2)
+        most = budget.WINDOW_CELLS
+        q0, q1 = position_range(zq, "Queries", queries, (0, min(ZOOM - 1, queries - 1)), name="zoom_q",
+                                help=f"Query rows shown at full resolution (at most {most}).")
+        k0, k1 = position_range(zk, "Keys", keys, (0, min(ZOOM - 1, keys - 1)), name="zoom_k",
+                                help=f"Key columns shown at full resolution (at most {most}).")
+        window = budget.Window(q0, q1 + 1, k0, k1 + 1).clipped(queries, keys, most)
+        if (window.q1 - window.q0, window.k1 - window.k0) != (q1 + 1 - q0, k1 + 1 - k0):
+            zoom_box.caption(f"The zoom shows at most {most} × {most} weights: queries "
+                             f"{window.q0}–{window.q1 - 1}, keys {window.k0}–{window.k1 - 1}.")
+
+    asked = dict(stack=stack, window=window if summarised else None)
+    layers = None if budget.every_layer_fits(lm, queries, keys, **asked) else (layer,)
+    cost = budget.estimate(lm, queries, keys=keys if stack == "cross" else None, stack=stack,
+                            kept=budget.stack_layers(lm, stack) if layers is None else 1, window=asked["window"])
+    if not cost.fits:
+        zoom_slot.empty()  # nothing to zoom into
+        with notices_box:
+            attention_budget_notice(cost)
+    running = f"Running the model on {queries:,} tokens (about {cost.seconds:,.1f} s of attention) …"
+    with notices_box, st.spinner(running):
+        att = caches.attention_reading(key, text, text_pair, target, stack, layers, asked["window"], limit, generated)
     with notices_box:
-        attention_budget_notice(cost)
-with notices_box, st.spinner(f"Running the model on {queries:,} tokens (about {cost.seconds:,.1f} s of attention) …"):
-    att = caches.attention_reading(key, text, text_pair, target, stack, layers, asked["window"], limit, generated)
-with notices_box:
-    truncation_notice(att.truncated, lm, paired=bool(text_pair), limit=limit)
-    if encoder_decoder and stack != "encoder" and queries >= lm.max_tokens:
-        st.caption(f"The target fills the model's {lm.max_tokens} positions: a longer one is cut.")
-    if generated:
-        st.caption(f"⟨…⟩: the {len(generated)} tokens the model generated after the sentence (greedy: the most "
-                   "likely token at each step), read with it.")
+        truncation_notice(att.truncated, lm, paired=bool(text_pair), limit=limit)
+        if encoder_decoder and stack != "encoder" and queries >= lm.max_tokens:
+            st.caption(f"The target fills the model's {lm.max_tokens} positions: a longer one is cut.")
+        if generated:
+            st.caption(f"⟨…⟩: the {len(generated)} tokens the model generated after the sentence (greedy: the "
+                       "most likely token at each step), read with it.")
 
-# what every sidecar of the page says: the input as read (the generation as asked, where it was made)
-read = dict(sentence=text, text_pair=text_pair, target=target, stack=stack, limit=limit,
-            generate=int(generate) if generated else 0)
-drawn = dict(encoder_decoder=encoder_decoder, generated=len(generated))
-head_view, mean_view, grid_view = views.layer_views(
-    att, layer, head, reduction=reduction, special=set(lm.tokenizer.all_special_tokens) if hide else None, clip=clip,
-    **drawn)
-shown = dict(read, layer=layer, hide_special=hide, blocks=reduction, clip=clip)
-with figures_box:
+    # what every sidecar of the page says: the input as read (the generation as asked, where it was made)
+    read = dict(sentence=text, text_pair=text_pair, target=target, stack=stack, limit=limit,
+                generate=int(generate) if generated else 0)
+    drawn = dict(encoder_decoder=encoder_decoder, generated=len(generated))
+    head_view, mean_view, grid_view = views.layer_views(
+        att, layer, head, reduction=reduction, special=set(lm.tokenizer.all_special_tokens) if hide else None,
+        clip=clip, **drawn)
+    shown = dict(read, layer=layer, hide_special=hide, blocks=reduction, clip=clip)
+    with figures_box:
+        left, right = layout.pair()
+        with left:
+            show(head_view, recipe=recipe("attention-head", head=head, **shown))
+        with right:
+            show(mean_view, recipe=recipe("attention-mean", **shown))
+        show(grid_view, recipe=recipe("attention-grid", **shown))
+    if window is not None:
+        with zoom_box:
+            show(views.window_view(att, layer, head, window, clip=clip, **drawn),
+                 recipe=recipe("attention-window", layer=layer, head=head, zoom=list(astuple(window)), clip=clip,
+                               **read))
+
+    st.subheader("Attention by offset")
+    if stack == "cross":
+        st.info("Offsets j − i compare a query's and a key's positions in one sequence: pick the encoder or the "
+                "decoder stack.", icon=":material/info:")
+        return
+    o1, o2 = st.columns(2)
+    over = o1.radio("Over", ["input", "corpus"], horizontal=True, **url("offsets_over"), disabled=stack != "encoder",
+                    captions=["this input", "windows of the probes' text"],
+                    help="corpus: the mean over windows of 128 tokens (up to 16) of the text the probes read (Pride "
+                         "and Prejudice, chapter 1), so that one sentence's words do not decide the profile; the "
+                         "figures say how many.")
+    profile = att.offsets
+    over = over if stack == "encoder" else "input"
+    if over == "corpus":
+        with st.spinner("Reading the corpus windows …"):
+            profile = caches.corpus_profile(key, CORPUS_TOKENS, CORPUS_WINDOWS)
+    max_offset = o2.number_input("Offsets shown each side", 1, offset_views.MOST_OFFSETS, offset_views.MAX_OFFSET,
+                                 **url("max_offset"), help="Up to the input's length less one.")
+    encoding = stack_encoding(lm, stack, layer)
+    prediction = caches.scheme_prediction(key, encoding.component, profile.tokens)
+    source = ("corpus", key) if over == "corpus" else (key, text, text_pair, target, stack, layers, asked["window"],
+                                                       limit, generated)
+    offsets_view, sinks_view = caches.offset_overview(source, profile, int(max_offset),
+                                                     offset_views.stack_name(stack, encoder_decoder),
+                                                     offset_views.layer_tags(lm.layer_strip, stack))
+    by_offset = dict(read, over=over)
+    show(offsets_view, recipe=recipe("offset-grid", max_offset=int(max_offset), **by_offset))
+    show(sinks_view, recipe=recipe("sink-grid", **by_offset))
     left, right = layout.pair()
     with left:
-        show(head_view, recipe=recipe("attention-head", head=head, **shown))
+        show(offset_views.head_offsets(profile, prediction, layer=layer, head=head, scheme=encoding.label,
+                                       score=encoding.metric_label("dot"), max_offset=max_offset),
+             recipe=recipe("head-offsets", layer=layer, head=head, max_offset=int(max_offset), **by_offset))
     with right:
-        show(mean_view, recipe=recipe("attention-mean", **shown))
-    show(grid_view, recipe=recipe("attention-grid", **shown))
-if window is not None:
-    with zoom_box:
-        show(views.window_view(att, layer, head, window, clip=clip, **drawn),
-             recipe=recipe("attention-window", layer=layer, head=head, zoom=list(astuple(window)), clip=clip, **read))
+        show(offset_views.shares_by_query(profile, layer=layer, head=head),
+             recipe=recipe("shares-by-query", layer=layer, head=head, **by_offset))
 
-st.subheader("Attention by offset")
-if stack == "cross":
-    st.info("Offsets j − i compare a query's and a key's positions in one sequence: pick the encoder or the decoder "
-            "stack.", icon=":material/info:")
-    st.stop()
-o1, o2 = st.columns(2)
-over = o1.radio("Over", ["input", "corpus"], horizontal=True, **url("offsets_over"), disabled=stack != "encoder",
-                captions=["this input", "windows of the probes' text"],
-                help="corpus: the mean over windows of 128 tokens (up to 16) of the text the probes read (Pride "
-                     "and Prejudice, chapter 1), so that one sentence's words do not decide the profile; the "
-                     "figures say how many.")
-profile = att.offsets
-over = over if stack == "encoder" else "input"
-if over == "corpus":
-    with st.spinner("Reading the corpus windows …"):
-        profile = caches.corpus_profile(key, CORPUS_TOKENS, CORPUS_WINDOWS)
-max_offset = o2.number_input("Offsets shown each side", 1, offset_views.MOST_OFFSETS, offset_views.MAX_OFFSET,
-                             **url("max_offset"), help="Up to the input's length less one.")
-encoding = stack_encoding(lm, stack, layer)
-prediction = caches.scheme_prediction(key, encoding.component, profile.tokens)
-source = ("corpus", key) if over == "corpus" else (key, text, text_pair, target, stack, layers, asked["window"],
-                                                   limit, generated)
-offsets_view, sinks_view = caches.offset_overview(source, profile, int(max_offset),
-                                                 offset_views.stack_name(stack, encoder_decoder),
-                                                 offset_views.layer_tags(lm.layer_strip, stack))
-by_offset = dict(read, over=over)
-show(offsets_view, recipe=recipe("offset-grid", max_offset=int(max_offset), **by_offset))
-show(sinks_view, recipe=recipe("sink-grid", **by_offset))
-left, right = layout.pair()
-with left:
-    show(offset_views.head_offsets(profile, prediction, layer=layer, head=head, scheme=encoding.label,
-                                   score=encoding.metric_label("dot"), max_offset=max_offset),
-         recipe=recipe("head-offsets", layer=layer, head=head, max_offset=int(max_offset), **by_offset))
-with right:
-    show(offset_views.shares_by_query(profile, layer=layer, head=head),
-         recipe=recipe("shares-by-query", layer=layer, head=head, **by_offset))
+
+page_fragment(patterns_and_offsets)

@@ -89,6 +89,46 @@ def test_query_params_restore_widgets(app_url, page):
     assert widget_value(page, "Sentence (segment A)") == "Hello world"
 
 
+def test_attention_sliders_rerun_the_patterns_alone(app_url, page):
+    """On the Attention page the layer slider reruns the page below its inputs alone (a fragment:
+    ``posviz.app.navigation.page_fragment``): the charts show the new layer and the link holds it, and that
+    run sends neither the navigation nor the sidebar; the charts' Download menus open after it, and a
+    chart's Slide button, in the fragment too, opens slide mode (a run of the whole page)."""
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    frames = []
+    page.on("websocket", lambda ws: ws.on("framereceived", lambda f: frames.append(f)))
+    open_page(page, app_url + "/attention", "attention-fragment", LOG)
+    frames.clear()
+    titles = "() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(g => g.layout.title.text)"
+    page.locator('[data-testid="stSlider"]').filter(has_text="Layer").get_by_role("slider").first.press("ArrowRight")
+    page.wait_for_function(f"() => ({titles})().includes('Layer 1, head 0')")
+    page.locator(IDLE).wait_for(state="attached")
+    assert "layer=1" in page.url
+    assert page.evaluate(titles)[:3] == ["Layer 1, head 0", "Layer 1, mean over heads",
+                                         "Layer 1: every head (rows = queries, columns = keys)"]
+    kinds, sidebar = set(), 0
+    for frame in frames:
+        msg = ForwardMsg()
+        msg.ParseFromString(frame if isinstance(frame, bytes) else frame.encode())
+        kinds.add(msg.WhichOneof("type"))
+        sidebar += msg.WhichOneof("type") == "delta" and msg.metadata.delta_path[0] == 1
+    assert "delta" in kinds and "script_finished" in kinds
+    assert "navigation" not in kinds and sidebar == 0, kinds
+    page.locator("[data-testid=stPopover] button").first.click()
+    page.get_by_role("button", name="NPZ").first.wait_for()
+    page.keyboard.press("Escape")
+    page.get_by_role("button", name="Slide").first.click()  # slide mode is the whole page's: a full run
+    page.wait_for_function("() => new URLSearchParams(location.search).get('slide') === 'attention-head'")
+    page.locator(IDLE).wait_for(state="attached")
+    slide_title = page.locator(".posviz-slide-title")
+    slide_title.wait_for()
+    assert slide_title.inner_text().startswith("Layer 1, head 0 · ")
+    assert page.locator(".js-plotly-plot").count() == 1
+    assert page.locator('[data-testid="stSidebarNav"]').count() == 0
+    assert_no_errors(page, page.url, "attention-fragment", LOG)
+
+
 def _open_from_sidebar(page, label: str, heading: str) -> None:
     """Click the sidebar's link ``label``; wait for the page titled ``heading`` to finish its run."""
     page.locator('[data-testid="stSidebarNav"] a').filter(has_text=label).first.click()

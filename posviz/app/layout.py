@@ -61,8 +61,19 @@ _run = threading.local()
 
 def key(kind: str) -> str:
     """A key for a container or button of this run, unique within it and the same in every run."""
-    _run.count = getattr(_run, "count", 0) + 1
+    _run.count = keys_made() + 1
     return f"posviz-{kind}-{_run.count}"
+
+
+def keys_made() -> int:
+    """How many keys :func:`key` has given in this run so far."""
+    return getattr(_run, "count", 0)
+
+
+def resume_keys(count: int) -> None:
+    """Number the next keys of this thread's run from ``count``: a fragment's rerun alone gives its
+    containers and buttons the keys they had in the page run that drew it."""
+    _run.count = count
 
 
 def style(presenting: bool) -> None:

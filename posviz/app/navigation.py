@@ -14,6 +14,7 @@ import streamlit as st
 from posviz.app import layout, sidebar, slides
 from posviz.app.notices import page_failed, unusable_values
 from posviz.app.presentation import presenting
+from posviz.app.reruns import whole_page_asked
 from posviz.app.widgets import keep_linked_sentences
 from posviz.loading import LoadedModel
 from posviz.store import ModelKey
@@ -77,6 +78,7 @@ def main(before_page: Callable[[], None] | None = None) -> None:
     collapsed, as on a projector), and a notice for each value of the link that could not be used.
     """
     layout.page_config()
+    whole_page_asked()  # this run is of the whole page: a callback's request is answered
     linked = {name: st.query_params.get_all(name) for name in st.query_params}  # before any widget runs
     slide = slides.from_url()
     page = _navigation(position="hidden" if slide else "sidebar")
@@ -104,6 +106,44 @@ def main(before_page: Callable[[], None] | None = None) -> None:
         keep_linked_sentences(linked)
         if slide is not None:
             slides.draw(slide, shown.lm.short_name, shown.lm.name, shown.failure)
+
+
+def page_fragment(body: Callable[[], None]) -> None:
+    """Run ``body``, the rest of a page, as a Streamlit fragment (``st.fragment``): a widget drawn in it
+    reruns ``body`` alone, not the navigation, the sidebar and the page above it (the Attention page's
+    layer slider at 512 tokens: 30 of its 131 messages and some 40 ms of the server's time).
+
+    A rerun of the fragment alone runs as a part of the page run that drew it: with its
+    :class:`PageRun` (:func:`page_run`, :func:`current_model`), its keys numbered on from where that run
+    had them (:func:`posviz.app.layout.resume_keys`), and the page's last net (a failure becomes
+    :func:`~posviz.app.notices.page_failed`'s message). Whatever changes above ``body`` (a sentence,
+    the model) reruns the whole page, ``body`` with it, as does a button of ``body`` whose callback asks
+    for it (:func:`posviz.app.reruns.whole_page_next`: a chart's "Slide", "Read the first … tokens").
+    Outside a page run, and on a slide (whose views the page run gathers), ``body`` simply runs.
+    """
+    run = page_run()
+    if run is None or run.slide is not None:
+        body()
+        return
+    keys = layout.keys_made()
+
+    @st.fragment
+    def part() -> None:
+        if page_run() is not None:  # drawn by the page run itself
+            body()
+            return
+        if whole_page_asked():  # a callback changed what lies above the fragment
+            st.rerun(scope="app")
+        _run.page = run
+        layout.resume_keys(keys)
+        try:
+            body()
+        except Exception as exc:  # the last net, as main() has it for a whole page
+            page_failed(exc)
+        finally:
+            _run.page = None
+
+    part()
 
 
 def current_model() -> tuple[ModelKey, LoadedModel]:

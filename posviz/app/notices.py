@@ -7,6 +7,7 @@ import logging
 import streamlit as st
 
 from posviz.app import model_facts
+from posviz.app.reruns import whole_page_next
 from posviz.app.urls import unusable
 from posviz.loading import CONFIG_ONLY, LoadedModel
 from posviz.positions import PositionEncoding
@@ -124,6 +125,7 @@ _LIMIT_SET = "limit_set_by_budget"
 def _set_limit(tokens: int) -> None:
     st.session_state.limit = tokens
     st.session_state[_LIMIT_SET] = True
+    whole_page_next()  # the field is above the page's fragment
 
 
 def budget_set_limit() -> bool:
