@@ -129,6 +129,24 @@ def test_attention_sliders_rerun_the_patterns_alone(app_url, page):
     assert_no_errors(page, page.url, "attention-fragment", LOG)
 
 
+def test_clip_colours_turned_off_after_another_change_stays_off_in_the_link(app_url, page):
+    """Turning "Clip colours" off after another change writes ``clip=false`` to the link, and the link opens
+    unclipped (the toggle's default, on, was once given on the first run only: after another change "off"
+    was its default and was left out of the link)."""
+    open_page(page, app_url + "/attention", "clip-off", LOG)
+    page.locator('[data-testid="stSlider"]').filter(has_text="Layer").get_by_role("slider").first.press("ArrowRight")
+    page.wait_for_function("() => new URLSearchParams(location.search).get('layer') === '1'")
+    page.locator(IDLE).wait_for(state="attached")
+    page.get_by_text("Clip colours").click()
+    page.wait_for_function("() => new URLSearchParams(location.search).get('clip') === 'false'")
+    page.locator(IDLE).wait_for(state="attached")
+    page.reload()
+    open_page(page, page.url, "clip-off", LOG)
+    assert not page.get_by_role("switch", name="Clip colours").is_checked()
+    subtitle = "() => document.querySelector('.js-plotly-plot').layout.title.subtitle.text"
+    assert "clipped" not in page.evaluate(subtitle)
+
+
 def _open_from_sidebar(page, label: str, heading: str) -> None:
     """Click the sidebar's link ``label``; wait for the page titled ``heading`` to finish its run."""
     page.locator('[data-testid="stSidebarNav"] a').filter(has_text=label).first.click()

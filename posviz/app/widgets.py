@@ -34,10 +34,18 @@ def url(name: str) -> dict:
 
 def on_by_default(name: str) -> dict:
     """The keyword arguments of a toggle that is on by default, bound to query parameter ``name``
-    (:func:`url`): ``value=True`` only where the session does not hold its value yet. A lecture's slide
-    sets it through the Session State API, and a default beside such a value draws Streamlit's warning.
+    (:func:`url`): ``value=True``, but for the run in which a lecture's slide has set it through the
+    Session State API (a default beside such a value draws Streamlit's warning).
+
+    The default must stay True on every other run: Streamlit leaves a bound widget's default out of
+    the URL, so a default that was False on the runs after the first kept "off" out of the link
+    (Streamlit's ``is_new_state_value``, private: the version is pinned in requirements.txt).
     """
-    return url(name) | ({} if name in st.session_state else {"value": True})
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    set_by_api = ctx is not None and ctx.session_state.is_new_state_value(name)
+    return url(name) | ({} if set_by_api else {"value": True})
 
 
 def release_bound_params(*names: str) -> None:
