@@ -125,8 +125,9 @@ def _download_row(view: View, fig, *, model: str = "", sidecar_text=None) -> Non
     menu, prefix = _menu(row, stem, [button[0] for button in buttons])
     if not menu.open:  # its buttons are made only when it is open
         return
+    items = menu.container(gap=None)  # rows close together: the whole menu fits under a chart low on the screen
     for label, file_name, mime, data, missing, help_text in buttons:
-        menu.download_button(label, data, file_name=file_name, mime=mime, key=f"{prefix}-{label.split()[0].lower()}",
+        items.download_button(label, data, file_name=file_name, mime=mime, key=f"{prefix}-{label.split()[0].lower()}",
                              on_click="ignore", type="tertiary", disabled=missing is not None,
                              help=missing or help_text)
 
