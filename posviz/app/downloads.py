@@ -127,9 +127,9 @@ def _download_row(view: View, fig, *, model: str = "", sidecar_text=None) -> Non
         return
     items = menu.container(gap=None)  # rows close together: the whole menu fits under a chart low on the screen
     for label, file_name, mime, data, missing, help_text in buttons:
-        items.download_button(label, data, file_name=file_name, mime=mime, key=f"{prefix}-{label.split()[0].lower()}",
-                             on_click="ignore", type="tertiary", disabled=missing is not None,
-                             help=missing or help_text)
+        items.download_button(label, data, file_name=file_name, mime=mime,
+                              key=f"{prefix}-{label.split()[0].lower()}", on_click="ignore", type="tertiary",
+                              disabled=missing is not None, help=missing or help_text)
 
 
 def _menu(row, stem: str, labels: list[str]):
