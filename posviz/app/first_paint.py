@@ -221,13 +221,18 @@ def shown_while_starting() -> Iterator[Starting]:
     and yield the :class:`Starting` that waits and makes way for the page; it is removed at the end.
     The warm-up's imports wait until the browser has what this draws, and the fonts and images it
     fetches for it (:func:`posviz.app.gates.before_imports`). Where nothing is left to wait for, a
-    :class:`Starting` that shows nothing."""
+    :class:`Starting` that shows nothing.
+
+    The placeholder is the first element of the page on every run, used or not, so that the page
+    below it has the same place in the tree of elements in the first run of a fresh server as in
+    every later run (:func:`posviz.app.navigation.main` says why that matters)."""
+    slot = st.empty()
     if gates.wait_for_imports(0):
         yield Starting()
         return
     doc = stored(st.context.url, len(st.query_params) > 0)
     layout.page_config()
-    slot, note = st.empty(), st.sidebar.empty()
+    note = st.sidebar.empty()
     with slot.container():
         draw(doc, note)
     starting = Starting(slot, note, stored=doc is not None)

@@ -74,8 +74,13 @@ def main(before_page: Callable[[], None] | None = None) -> None:
     and run the chosen page; an unexpected failure of a page becomes a message
     (:func:`posviz.app.notices.page_failed`).
 
-    Above every page: a banner where the model asked for could not be shown (the sidebar may be
-    collapsed, as on a projector), and a notice for each value of the link that could not be used.
+    Above every page, in one container made on every run: the slide's slot in slide mode, a banner where
+    the model asked for could not be shown (the sidebar may be collapsed, as on a projector), and a notice
+    for each value of the link that could not be used. What comes and goes there must not move the page:
+    Streamlit 1.67's browser side places the elements of a run by their place in the page, and where a
+    block holding a widget bound to the URL moves up (an element above it gone), the moved copy is drawn
+    before the old one is dropped, and dropping it unregisters the widget's URL binding that the moved
+    copy had just registered (both have the same widget id): its changes stop reaching the URL.
     """
     layout.page_config()
     whole_page_asked()  # this run is of the whole page: a callback's request is answered
@@ -85,15 +90,15 @@ def main(before_page: Callable[[], None] | None = None) -> None:
     stem = page.url_path or "model"
     slides.follow(slide)
     layout.style(presenting() and slide is None)  # a slide has its own large sizes
+    above = st.container()
     if slide is not None:
-        slides.begin(slide)
+        slides.begin(slide, above)
     shown = sidebar.draw()
     if before_page is not None:
         before_page()
     if shown.failure:
-        st.warning(f"Showing **{shown.lm.name}** instead of **{shown.asked}**: {shown.failure}",
-                   icon=":material/swap_horiz:")
-    notes = st.container()
+        above.warning(f"Showing **{shown.lm.name}** instead of **{shown.asked}**: {shown.failure}",
+                      icon=":material/swap_horiz:")
     _run.page = PageRun(shown.key, shown.lm, slide)
     try:
         page.run()
@@ -101,7 +106,7 @@ def main(before_page: Callable[[], None] | None = None) -> None:
         page_failed(exc)
     finally:
         _run.page = None
-        with notes:
+        with above:  # after the banner
             unusable_values(linked, stem)
         keep_linked_sentences(linked)
         if slide is not None:
@@ -119,11 +124,14 @@ def page_fragment(body: Callable[[], None]) -> None:
     :func:`~posviz.app.notices.page_failed`'s message). Whatever changes above ``body`` (a sentence,
     the model) reruns the whole page, ``body`` with it, as does a button of ``body`` whose callback asks
     for it (:func:`posviz.app.reruns.whole_page_next`: a chart's "Slide", "Read the first … tokens").
-    Outside a page run, and on a slide (whose views the page run gathers), ``body`` simply runs.
+    Outside a page run, and on a slide (whose views the page run gathers), ``body`` simply runs, in a
+    container: a fragment draws into a block of its own, and ``body``'s widgets keep their place in the page
+    as slide mode comes and goes (:func:`main` says why that matters).
     """
     run = page_run()
     if run is None or run.slide is not None:
-        body()
+        with st.container():
+            body()
         return
     keys = layout.keys_made()
 

@@ -34,6 +34,8 @@ CSS = """<style>
 [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], [data-testid="stHeader"] { display: none; }
 .stMainBlockContainer { padding: 1rem 2rem 0.5rem !important; max-width: 100% !important; }
 .stMainBlockContainer > [data-testid="stVerticalBlock"] > :not(:has(.st-key-posviz-slide)) { display: none; }
+[data-testid="stVerticalBlock"]:has(> [data-testid="stLayoutWrapper"] > .st-key-posviz-slide)
+  > :not(:has(> .st-key-posviz-slide)) { display: none; }
 [data-testid="stLayoutWrapper"]:has(> .st-key-posviz-slide) { height: calc(100vh - 1.5rem); }
 .posviz-slide-title { font-size: 2.2rem; font-weight: 700; line-height: 1.2; }
 .st-key-posviz-slide [data-testid="stCaptionContainer"] p { font-size: 1.35rem; color: #222; }
@@ -194,10 +196,10 @@ def _settle(slide) -> None:
                 st.session_state[name] = value
 
 
-def begin(run: SlideRun) -> None:
-    """Hide everything but the slide, and make its slot at the top of the page."""
+def begin(run: SlideRun, above) -> None:
+    """Hide everything but the slide, and make its slot in ``above``, the container at the top of the page."""
     st.html(CSS)
-    run.slot = st.container(key="posviz-slide")
+    run.slot = above.container(key="posviz-slide")
 
 
 def _footer(run: SlideRun) -> None:

@@ -110,6 +110,9 @@ def text_field(container, label: str, name: str, lm: LoadedModel | None = None, 
     link does not hold it. With ``lm``, a special token of its tokenizer typed into the text ("[SEP]",
     "<s>") gets a notice saying how the tokenizer took it
     (:func:`posviz.tokenization.typed_special_tokens`).
+
+    The notices go into a container drawn below the field on every run, so that they come and go without
+    moving what the page draws below (see :func:`posviz.app.navigation.main` for why that matters).
     """
     kept = st.session_state.get(name)
     default = kwargs.get("value", "")
@@ -127,6 +130,7 @@ def text_field(container, label: str, name: str, lm: LoadedModel | None = None, 
         # through the Session State API draws Streamlit's warning
         kwargs.pop("value", None)
     text = container.text_input(label, **({"key": name} if too_long else url(name)), **kwargs)
+    notes = container.container()
     if emptied and text == "":
         # its default was then the empty text (above), and Streamlit leaves a default out of the URL: the
         # link would open with the page's default sentence. Written unbound (the session keeps the field's value).
@@ -137,15 +141,16 @@ def text_field(container, label: str, name: str, lm: LoadedModel | None = None, 
         release_bound_params(name)
         del st.query_params[name]
     if too_long:
-        st.caption(f"{label}: longer than a link carries ({URL_TEXT_LIMIT:,} characters), so this page's link does "
-                   "not hold it; share the text itself.")
+        notes.caption(f"{label}: longer than a link carries ({URL_TEXT_LIMIT:,} characters), so this page's link "
+                      "does not hold it; share the text itself.")
     limit = settings.max_text_chars()
     if len(text) > limit:
-        st.warning(f"{label}: {len(text):,} characters, more than this app takes ({limit:,}); the first "
-                   f"{limit:,} are used.", icon=":material/content_cut:")
+        notes.warning(f"{label}: {len(text):,} characters, more than this app takes ({limit:,}); the first "
+                      f"{limit:,} are used.", icon=":material/content_cut:")
         text = text[:limit]
     if lm is not None:
-        special_token_notice(label, typed_special_tokens(lm, text))
+        with notes:
+            special_token_notice(label, typed_special_tokens(lm, text))
     return text
 
 
