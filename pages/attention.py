@@ -43,14 +43,15 @@ require_weights(lm, "through every attention layer")
 require_attention(lm, "Attention patterns")
 text, text_pair = sentence_inputs(lm)
 target = None
+decoder_inputs = st.container()  # made for every model: the controls below keep their place as the model changes
 if encoder_decoder:
     target = text_field(
-        st, "Target sentence (decoder input)", "target", lm, placeholder="empty: the source sentence",
+        decoder_inputs, "Target sentence (decoder input)", "target", lm, placeholder="empty: the source sentence",
         help="What the decoder reads: the target is tokenized as labels and shifted one token to the "
              "right behind the decoder start token, as in training. Empty: the (first) source sentence.")
 stack = "encoder"
 if encoder_decoder:
-    stack = st.radio(
+    stack = decoder_inputs.radio(
         "Attention stack", list(STACKS), captions=list(STACKS.values()), **url("stack"), horizontal=True,
         help="encoder: source tokens attend to source tokens. decoder: target tokens attend to earlier "
              "target tokens (causal). cross: target tokens (rows) attend to source tokens (columns).")
@@ -58,7 +59,8 @@ target = (target or None) if encoder_decoder else None
 
 # a causal text tower beside a vision tower (CLIP) has no language-modelling head: nothing to generate
 decoder_only = not encoder_decoder and lm.family.text_tower is None and caches.causal(key)
-with st.expander("Tokens read and generated", icon=":material/straighten:"):
+tokens_box = st.expander("Tokens read and generated", icon=":material/straighten:")
+with tokens_box:
     default = {} if budget_set_limit() else {"value": lm.max_tokens}  # the button's value, without a default beside it
     fewest = fewest_tokens(lm)
     limit = st.number_input("Read at most (tokens)", fewest, lm.max_tokens, **default, **url("limit"),
@@ -80,7 +82,8 @@ if generate:
         with st.spinner(f"Generating {generate} tokens …"):
             generated = caches.continuation(key, text, text_pair, limit, int(generate))
     except CheckpointError as exc:
-        st.warning(f"No generation: the model's output head cannot be read ({exc}).", icon=":material/block:")
+        # beside the number asked for, not above the controls below (they keep their place)
+        tokens_box.warning(f"No generation: the model's output head cannot be read ({exc}).", icon=":material/block:")
 queries, keys = caches.attention_size(key, text, text_pair, target, stack, limit, len(generated))
 summarised = max(queries, keys) > budget.WHOLE_TOKENS
 

@@ -47,71 +47,77 @@ hidden = int(lm.config.get_text_config().hidden_size)
 
 # ---------------------------------------------------------------- from P·Pᵀ
 
-st.header("From P·Pᵀ")
-if not encoding.has_vectors:
-    reason = ("its positions are a bias on the attention score of each head, not a vector per position"
-              if encoding.has_bias else "it has no vector per position")
-    st.info(f"{lm.name} uses {lm.scheme_label}: {reason}, so there is **no P·Pᵀ** and none of these three "
-            "scores exists for it. Its properties can only be read from attention, in the next section.",
-            icon=":material/info:")
-    if encoding.has_bias:
-        explain(encoding)
-    width = hidden
-else:
-    width = encoding.reference_width
-    top = min(encoding.num_positions, MAX_POSITIONS)
-    c1, c2 = st.columns([1, 2])
-    metric = c1.radio("Proximity φ", METRICS, captions=[encoding.metric_names[m] for m in METRICS], horizontal=True,
-                      **url("metric"), help="Wang et al. use the dot product.")
-    clip_state("count", 3, top)
-    count = c2.slider(f"{encoding.axis_label.capitalize()}s 0 … N − 1", 3, top, min(top, 512), **url("count"),
-                      help=f"Consecutive rows only (offsets need them); at most {top}.")
-    with st.spinner("Computing the properties …"):
-        mine = caches.model_properties(key, encoding.component, metric, count)
-        ref = caches.sinusoid_properties(width, metric, count)
-    names = model_name, ref_name = views.compared_names(lm.name, encoding)
-    phi = encoding.metric_label(metric)
-    meaning = f", {encoding.width_meaning}" if encoding.width_meaning else ""
-    st.caption(f"φ = {phi} over {encoding.axis_label}s 0 … {count - 1}, beside the interleaved sinusoid of the same "
-               f"width ({width}{meaning}) over the same positions, the reference: its φ depends on the offset only.")
+# a container, its elements however many the model makes: the controls below keep their place as the model
+# changes (posviz.app.navigation.main says why that matters)
+with st.container():
+    st.header("From P·Pᵀ")
+    if not encoding.has_vectors:
+        reason = ("its positions are a bias on the attention score of each head, not a vector per position"
+                  if encoding.has_bias else "it has no vector per position")
+        st.info(f"{lm.name} uses {lm.scheme_label}: {reason}, so there is **no P·Pᵀ** and none of these three "
+                "scores exists for it. Its properties can only be read from attention, in the next section.",
+                icon=":material/info:")
+        if encoding.has_bias:
+            explain(encoding)
+        width = hidden
+    else:
+        width = encoding.reference_width
+        top = min(encoding.num_positions, MAX_POSITIONS)
+        c1, c2 = st.columns([1, 2])
+        metric = c1.radio("Proximity φ", METRICS, captions=[encoding.metric_names[m] for m in METRICS],
+                          horizontal=True, **url("metric"), help="Wang et al. use the dot product.")
+        clip_state("count", 3, top)
+        count = c2.slider(f"{encoding.axis_label.capitalize()}s 0 … N − 1", 3, top, min(top, 512), **url("count"),
+                          help=f"Consecutive rows only (offsets need them); at most {top}.")
+        with st.spinner("Computing the properties …"):
+            mine = caches.model_properties(key, encoding.component, metric, count)
+            ref = caches.sinusoid_properties(width, metric, count)
+        names = model_name, ref_name = views.compared_names(lm.name, encoding)
+        phi = encoding.metric_label(metric)
+        meaning = f", {encoding.width_meaning}" if encoding.width_meaning else ""
+        st.caption(f"φ = {phi} over {encoding.axis_label}s 0 … {count - 1}, beside the interleaved sinusoid of the "
+                   f"same width ({width}{meaning}) over the same positions, the reference: its φ depends on the "
+                   "offset only.")
 
-    def scores(label: str, mine_value: float, ref_value: float) -> None:
-        left, right, _ = st.columns([3, 3, 4], vertical_alignment="bottom")  # values in line when a label wraps
-        left.metric(f"{label}, {model_name}", number(mine_value))
-        right.metric(f"{label}, {ref_name}", number(ref_value))
+        def scores(label: str, mine_value: float, ref_value: float) -> None:
+            left, right, _ = st.columns([3, 3, 4], vertical_alignment="bottom")  # values in line when a label wraps
+            left.metric(f"{label}, {model_name}", number(mine_value))
+            right.metric(f"{label}, {ref_name}", number(ref_value))
 
-    st.subheader("Monotonicity")
-    st.markdown("**Property** (Wang et al.): m > n ⇔ φ(x, x + m) < φ(x, x + n) — the nearer two positions, the "
-                "closer. **Score**: Spearman's rank correlation between the offset k and the mean proximity at that "
-                "offset over every start position; −1 = perfectly monotone, 0 = proximity unrelated to distance.")
-    st.latex(r"\begin{gathered} \rho = \operatorname{Spearman}\big(k,\ \bar g(k)\big),\ k = 1,\dots,N-1 \\ "
-             r"\bar g(k) = \frac{1}{N-k}\sum_{x=0}^{N-1-k} \varphi(x, x+k) \end{gathered}")
-    scores("ρ", mine.monotonicity, ref.monotonicity)
-    rises = ", ".join(f"{name}: {'never' if p.first_rise is None else f'k = {p.first_rise} → {p.first_rise + 1}'}"
-                      for name, p in ((model_name, mine), (ref_name, ref)))
-    st.caption(f"First offset where ḡ rises again — {rises}.")
-    by_matrix = dict(component=encoding.component, metric=metric, count=count)
-    show(views.monotonicity_profile(mine, ref, names), recipe=recipe("monotonicity", **by_matrix))
+        st.subheader("Monotonicity")
+        st.markdown("**Property** (Wang et al.): m > n ⇔ φ(x, x + m) < φ(x, x + n) — the nearer two positions, "
+                    "the closer. **Score**: Spearman's rank correlation between the offset k and the mean proximity "
+                    "at that offset over every start position; −1 = perfectly monotone, 0 = proximity unrelated to "
+                    "distance.")
+        st.latex(r"\begin{gathered} \rho = \operatorname{Spearman}\big(k,\ \bar g(k)\big),\ k = 1,\dots,N-1 \\ "
+                 r"\bar g(k) = \frac{1}{N-k}\sum_{x=0}^{N-1-k} \varphi(x, x+k) \end{gathered}")
+        scores("ρ", mine.monotonicity, ref.monotonicity)
+        rises = ", ".join(f"{name}: {'never' if p.first_rise is None else f'k = {p.first_rise} → {p.first_rise + 1}'}"
+                          for name, p in ((model_name, mine), (ref_name, ref)))
+        st.caption(f"First offset where ḡ rises again — {rises}.")
+        by_matrix = dict(component=encoding.component, metric=metric, count=count)
+        show(views.monotonicity_profile(mine, ref, names), recipe=recipe("monotonicity", **by_matrix))
 
-    st.subheader("Translation invariance")
-    st.markdown("**Property** (Wang et al.): φ(x₁, x₁ + m) = … = φ(xₙ, xₙ + m) for every offset m — only the "
-                "offset matters, not where the pair starts. **Score**: the share of the variance of φ over all "
-                "pairs x ≠ y that the signed offset k = y − x explains (the correlation ratio η²); 1 = every "
-                "diagonal of the matrix is constant.")
-    st.latex(r"\eta^2 = 1 - \frac{\sum_{k \ne 0} \sum_x \big(\varphi(x, x+k) - \bar g(k)\big)^2}"
-             r"{\sum_{k \ne 0} \sum_x \big(\varphi(x, x+k) - \bar g\big)^2}")
-    scores("η²", mine.translation_invariance, ref.translation_invariance)
-    show(views.translation_bands(mine, ref, names, phi), recipe=recipe("translation-invariance", **by_matrix))
+        st.subheader("Translation invariance")
+        st.markdown("**Property** (Wang et al.): φ(x₁, x₁ + m) = … = φ(xₙ, xₙ + m) for every offset m — only the "
+                    "offset matters, not where the pair starts. **Score**: the share of the variance of φ over all "
+                    "pairs x ≠ y that the signed offset k = y − x explains (the correlation ratio η²); 1 = every "
+                    "diagonal of the matrix is constant.")
+        st.latex(r"\eta^2 = 1 - \frac{\sum_{k \ne 0} \sum_x \big(\varphi(x, x+k) - \bar g(k)\big)^2}"
+                 r"{\sum_{k \ne 0} \sum_x \big(\varphi(x, x+k) - \bar g\big)^2}")
+        scores("η²", mine.translation_invariance, ref.translation_invariance)
+        show(views.translation_bands(mine, ref, names, phi), recipe=recipe("translation-invariance", **by_matrix))
 
-    st.subheader("Symmetry")
-    st.markdown("**Property** (Wang et al.): φ(x, y) = φ(y, x). **Score**: one minus the summed absolute "
-                "differences of the two directions, relative to their summed magnitudes; 1 = symmetric, 0 = in "
-                "every pair one direction is 0. A dot product or cosine of position vectors is symmetric by "
-                "construction (x·y = y·x), so S = 1 for every model here: the informative test is attention, below.")
-    st.latex(r"S = 1 - \frac{\sum_{x<y} \lvert \varphi(x, y) - \varphi(y, x) \rvert}"
-             r"{\sum_{x<y} \big(\lvert \varphi(x, y)\rvert + \lvert \varphi(y, x)\rvert\big)}")
-    scores("S", mine.symmetry, ref.symmetry)
-    show(views.symmetry_profile(mine, ref, names), recipe=recipe("symmetry", **by_matrix))
+        st.subheader("Symmetry")
+        st.markdown("**Property** (Wang et al.): φ(x, y) = φ(y, x). **Score**: one minus the summed absolute "
+                    "differences of the two directions, relative to their summed magnitudes; 1 = symmetric, 0 = in "
+                    "every pair one direction is 0. A dot product or cosine of position vectors is symmetric by "
+                    "construction (x·y = y·x), so S = 1 for every model here: the informative test is attention, "
+                    "below.")
+        st.latex(r"S = 1 - \frac{\sum_{x<y} \lvert \varphi(x, y) - \varphi(y, x) \rvert}"
+                 r"{\sum_{x<y} \big(\lvert \varphi(x, y)\rvert + \lvert \varphi(y, x)\rvert\big)}")
+        scores("S", mine.symmetry, ref.symmetry)
+        show(views.symmetry_profile(mine, ref, names), recipe=recipe("symmetry", **by_matrix))
 
 # ---------------------------------------------------------------- identical-word attention
 

@@ -185,6 +185,20 @@ def test_the_link_follows_the_controls_after_slide_mode(app_url, page, path, swi
     _link_holds(page, name, None)
 
 
+def test_the_link_follows_the_controls_after_a_model_with_fewer_inputs(app_url, page, tiny_path):
+    """T5 (two components: a radio above the controls), then the bundled model picked in the sidebar: the
+    controls' switch still writes the link."""
+    folder = urllib.parse.quote(str(tiny_path("t5")), safe="")
+    open_page(page, f"{app_url}/similarity?model={folder}", "t5-then-bundled", LOG)
+    assert page.get_by_role("radiogroup", name="Component").count() == 1
+    page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').first.click()
+    page.get_by_role("option", name="all-MiniLM-L6-v2 (bundled)").click()
+    _link_holds(page, "model", None)
+    page.get_by_role("radiogroup", name="Component").wait_for(state="detached")
+    page.locator('[data-testid="stCheckbox"]').filter(has_text="÷ maximum").click()
+    _link_holds(page, "normalize", "true")
+
+
 def test_the_link_follows_the_layer_after_a_long_text(app_url, page):
     """A text longer than a link carries, then a short one: the layer slider below still writes the link (the
     long text's notice, drawn in the page between the sentences and the sliders, moved them when it went)."""

@@ -205,10 +205,14 @@ def index_slider(column, label: str, count: int, name: str) -> int:
 
 def choose_encoding(lm: LoadedModel) -> PositionEncoding:
     """The positional component to show: a radio of their names (``component``) where the model has
-    several (MPNet's absolute table and relative bias, T5's encoder and decoder bias)."""
+    several (MPNet's absolute table and relative bias, T5's encoder and decoder bias).
+
+    The radio is drawn in a container made for every model, so that the page below keeps its place when
+    the model changes (see :func:`posviz.app.navigation.main` for why that matters)."""
+    box = st.container()
     names = [encoding.component for encoding in lm.encodings]
     if len(names) == 1:
         return lm.encodings[0]
     if st.session_state.get("component") not in names:  # kept from another model, or a wrong URL
         st.session_state["component"] = names[0]
-    return lm.encoding(st.radio("Component", names, horizontal=True, **url("component")))
+    return lm.encoding(box.radio("Component", names, horizontal=True, **url("component")))
