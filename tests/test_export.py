@@ -579,6 +579,21 @@ def test_csv_of_matrices_of_one_shape_side_by_side():
                                                                             axis=1))
 
 
+def test_csv_of_the_sink_grid_has_a_line_per_layer(tiny_lm):
+    """The first- and previous-token shares: a line per layer, named by it, and a column per head of each."""
+    from posviz.analysis import attention_reading as reading
+    from posviz.views import attention_offsets as offset_views
+
+    lm = tiny_lm("bert")
+    profile = reading.read_attention(lm, "the cat sat on the mat").offsets
+    view = offset_views.sink_grid(profile)
+    layers, heads = profile.sink.shape
+    header, labels, values = read_table(export.csv_table(view.arrays))
+    assert header == ["layer", *(f"{name}_{h}" for name in ("first_token", "previous_token") for h in range(heads))]
+    assert labels == [str(layer) for layer in range(layers)]
+    np.testing.assert_array_equal(values, np.concatenate([profile.sink, profile.previous_share], axis=1))
+
+
 def test_what_has_no_table():
     assert not export.has_table({})
     assert not export.has_table({"tokens": ["a", "b"]})  # labels alone

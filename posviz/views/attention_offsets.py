@@ -105,7 +105,8 @@ def sink_grid(profile: OffsetProfile, *, stack: str = "", layer_tags: Sequence[s
     Returns
     -------
     View
-        Arrays: ``first_token`` and ``previous_token`` float64 [layers, heads] (shares, 0 … 1).
+        Arrays: ``first_token`` and ``previous_token`` float64 [layers, heads] (shares, 0 … 1), ``layer``
+        (0 … layers − 1: the CSV's rows; its columns ``first_token_<head>``, ``previous_token_<head>``).
     """
     layers, heads = profile.sink.shape
     title = f"Attention on the first and on the previous token{f' · {stack}' if stack else ''}"
@@ -115,7 +116,8 @@ def sink_grid(profile: OffsetProfile, *, stack: str = "", layer_tags: Sequence[s
                                 notes=[_source(profile)])
     caption = ("Mean share of each query's attention. A head near 1 on the first token parks its attention there "
                "(an attention sink, Xiao et al. 2024); near 1 on the previous token, it copies the last position.")
-    return View(fig, title, {"first_token": profile.sink, "previous_token": profile.previous_share}, caption)
+    arrays = {"first_token": profile.sink, "previous_token": profile.previous_share, "layer": np.arange(layers)}
+    return View(fig, title, arrays, caption)
 
 
 @view_id("head-offsets")
