@@ -326,6 +326,18 @@ def test_unusable_url_value_is_named(page, params, said):
     assert len(notices) == 1 and "instead" in notices[0], [i.value for i in at.info]
 
 
+def test_values_the_page_has_no_choice_for_share_one_notice():
+    """The zoom's two ranges of a long text's link, opened on a short sentence (the text itself stays out of
+    a link): one notice names both."""
+    at = open_page("attention", {"zoom_q": ["0", "127"], "zoom_k": ["10", "20"], "layer": "99"})
+    assert_clean(at, "attention")
+    notices = [i.value for i in at.info if "The link asks for" in i.value]
+    assert notices == [
+        "The link asks for layer = 99, which this page cannot use here: showing layer = 0 instead.",
+        "The link asks for zoom_q = 0,127 and zoom_k = 10,20, which this page cannot use here: it offers no such "
+        "choices for this model and input, so they are ignored."], notices
+
+
 def test_long_sentence_stays_out_of_the_link():
     long = "the cat chased the dog " * (URL_TEXT_LIMIT // 20)
     at = open_page("input", text=long)

@@ -175,9 +175,17 @@ def special_token_notice(label: str, typed: list[TypedSpecialToken]) -> None:
 
 def unusable_values(linked: dict[str, list[str]], page: str) -> None:
     """A notice for each value of the link that this page could not use (:func:`posviz.app.urls.unusable`),
-    naming it and what was used instead."""
-    for name, given, used in unusable(linked, st.session_state, page):
-        instead = (f"showing {name} = {used} instead" if used
-                   else "it offers no such choice for this model and input, so it is ignored")
-        st.info(f"The link asks for {name} = {given}, which this page cannot use here: {instead}.",
+    naming it and what was used instead; those it has no choice for at all (the zoom's two ranges, for an
+    input too short to zoom into) share one notice."""
+    found = unusable(linked, st.session_state, page)
+    for name, given, used in found:
+        if used:
+            st.info(f"The link asks for {name} = {given}, which this page cannot use here: showing {name} = {used} "
+                    "instead.", icon=":material/link_off:")
+    ignored = [f"{name} = {given}" for name, given, used in found if not used]
+    if ignored:
+        asked = " and ".join([", ".join(ignored[:-1]), ignored[-1]] if len(ignored) > 1 else ignored)
+        choices, they = ("such choice", "it is") if len(ignored) == 1 else ("such choices", "they are")
+        st.info(f"The link asks for {asked}, which this page cannot use here: it offers no {choices} for this model "
+                f"and input, so {they} ignored.",
                 icon=":material/link_off:")
