@@ -59,8 +59,7 @@ target = (target or None) if encoder_decoder else None
 
 # a causal text tower beside a vision tower (CLIP) has no language-modelling head: nothing to generate
 decoder_only = not encoder_decoder and lm.family.text_tower is None and caches.causal(key)
-tokens_box = st.expander("Tokens read and generated", icon=":material/straighten:")
-with tokens_box:
+with st.expander("Tokens read and generated", icon=":material/straighten:"):
     default = {} if budget_set_limit() else {"value": lm.max_tokens}  # the button's value, without a default beside it
     fewest = fewest_tokens(lm)
     limit = st.number_input("Read at most (tokens)", fewest, lm.max_tokens, **default, **url("limit"),
@@ -77,13 +76,14 @@ if not text.strip():
 
 limit = None if limit >= lm.max_tokens else int(limit)
 generated = ()
+generation_notice = st.container()  # made on every run: the controls below keep their place as it comes and goes
 if generate:
     try:
         with st.spinner(f"Generating {generate} tokens …"):
             generated = caches.continuation(key, text, text_pair, limit, int(generate))
     except CheckpointError as exc:
-        # beside the number asked for, not above the controls below (they keep their place)
-        tokens_box.warning(f"No generation: the model's output head cannot be read ({exc}).", icon=":material/block:")
+        generation_notice.warning(f"No generation: the model's output head cannot be read ({exc}).",
+                                  icon=":material/block:")
 queries, keys = caches.attention_size(key, text, text_pair, target, stack, limit, len(generated))
 summarised = max(queries, keys) > budget.WHOLE_TOKENS
 
