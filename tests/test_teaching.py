@@ -338,6 +338,20 @@ def test_values_the_page_has_no_choice_for_share_one_notice():
         "choices for this model and input, so they are ignored."], notices
 
 
+def test_a_range_the_other_way_round_is_put_in_order():
+    """range=5&range=2: the slider, the link and the notice say 2–5, and the matrix has a tick on each of its
+    four positions (not plotly's halves)."""
+    at = open_page("similarity", {"range": ["5", "2"]})
+    assert_clean(at, "similarity")
+    assert at.slider(key="range").value == (2, 5)
+    assert at.query_params["range"] == ["2", "5"]
+    assert "The link asks for range = 5,2, which this page cannot use here: showing range = 2,5 instead." in [
+        i.value for i in at.info]
+    matrix = next(f for f in figures(at) if title_text(f).startswith("P·Pᵀ"))
+    assert arr(matrix["data"][0]["y"]).tolist() == [2, 3, 4, 5]
+    assert matrix["layout"]["yaxis"]["tick0"] == 2 and matrix["layout"]["yaxis"]["dtick"] == 1
+
+
 def test_long_sentence_stays_out_of_the_link():
     long = "the cat chased the dog " * (URL_TEXT_LIMIT // 20)
     at = open_page("input", text=long)

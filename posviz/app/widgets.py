@@ -67,6 +67,19 @@ def release_bound_params(*names: str) -> None:
                 params.unbind_widget(binding.widget_id)
 
 
+def _correct_link(name: str, values: list[str]) -> None:
+    """Write ``values`` to query parameter ``name`` before its widget is drawn in this run, so that the widget
+    takes them: Streamlit 1.67 seeds a bound widget from the URL as the run found it, so that snapshot is
+    renewed too (``QueryParams.set_initial_query_params_from_current``, as its page switches do; the version
+    is pinned in requirements.txt)."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    release_bound_params(name)
+    st.query_params[name] = values
+    with get_script_run_ctx().session_state.query_params() as params:
+        params.set_initial_query_params_from_current()
+
+
 def link_params(params: dict) -> dict:
     """The query parameters of a link the app makes, with the presentation state of this session
     (``present``), so that a link opened in front of a room stays large."""
@@ -76,8 +89,12 @@ def link_params(params: dict) -> dict:
 def position_range(container, label: str, count: int, default: tuple[int, int], name: str = "range",
                    **kwargs) -> tuple[int, int]:
     """The range slider of positions (or token indices) ``0 .. count - 1`` bound to ``name``: its kept
-    value clipped to this model (or input) first, and (first, last) in order whatever the link said
-    (``range=400&range=10``). ``kwargs`` go to ``st.slider`` (``help``)."""
+    value clipped to this model (or input) first, and put in order where the link gave it the other way
+    round (``range=400&range=10``: the slider, the link and its notice then say 10–400). ``kwargs`` go to
+    ``st.slider`` (``help``)."""
+    linked = st.query_params.get_all(name)
+    if len(linked) == 2 and all(v.isdigit() for v in linked) and int(linked[0]) > int(linked[1]):
+        _correct_link(name, linked[::-1])
     clip_state(name, 0, count - 1)
     first, last = container.slider(label, 0, count - 1, default, **url(name), **kwargs)
     return min(first, last), max(first, last)

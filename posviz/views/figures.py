@@ -58,6 +58,10 @@ def _square(fig: go.Figure, col: int | None = None) -> None:
     set_axes(fig, "y", col, autorange="reversed", scaleanchor="x", constrain="domain")
 
 
+#: Rows of a position heatmap up to which each has its tick.
+FEW_TICKS = 16
+
+
 def position_heatmap(matrix: np.ndarray, first: int, title: str, colorbar: str, clip: bool = True, step: int = 1,
                      names: tuple[str, str] = ("position", "position"),
                      limits: tuple[float, float] | None = None, max_cells: int = MAX_CELLS) -> go.Figure:
@@ -95,8 +99,10 @@ def position_heatmap(matrix: np.ndarray, first: int, title: str, colorbar: str, 
         colorbar=colour_bar(colorbar),
         hovertemplate=f"{names[0]} %{{y}} · {names[1]} %{{x}}<br>%{{z:.5g}}<extra></extra>",
     ))
-    set_axes(fig, "x", title=names[1])
-    set_axes(fig, "y", title=names[0])
+    # a few rows: a tick on each (plotly's own fall between positions, at halves)
+    ticks = dict(tick0=first, dtick=step * block) if len(axis) <= FEW_TICKS else {}
+    set_axes(fig, "x", title=names[1], **ticks)
+    set_axes(fig, "y", title=names[0], **ticks)
     _square(fig)
     return fig
 
