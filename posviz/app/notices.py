@@ -184,7 +184,7 @@ def unusable_values(linked: dict[str, list[str]], page: str) -> None:
                     "instead.", icon=":material/link_off:")
     ignored = [f"{name} = {given}" for name, given, used in found if not used]
     if ignored:
-        asked = " and ".join([", ".join(ignored[:-1]), ignored[-1]] if len(ignored) > 1 else ignored)
+        asked = ignored[0] if len(ignored) == 1 else ", ".join(ignored[:-1]) + " and " + ignored[-1]
         choices, they = ("such choice", "it is") if len(ignored) == 1 else ("such choices", "they are")
         st.info(f"The link asks for {asked}, which this page cannot use here: it offers no {choices} for this model "
                 f"and input, so {they} ignored.",

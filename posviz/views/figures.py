@@ -58,7 +58,7 @@ def _square(fig: go.Figure, col: int | None = None) -> None:
     set_axes(fig, "y", col, autorange="reversed", scaleanchor="x", constrain="domain")
 
 
-#: Rows of a position heatmap up to which each has its tick.
+#: Values of an axis (a position heatmap's rows, a chart's layers) up to which each has its tick.
 FEW_TICKS = 16
 
 
@@ -763,6 +763,6 @@ def layer_strip_figure(rows: list[str], member: np.ndarray, hover: list[list[str
     fig.add_trace(dict(type="heatmap", z=codes, x=list(range(member.shape[1])), y=list(rows), text=hover,
                        hovertemplate="%{text}<extra></extra>", showscale=False, colorscale=steps,
                        zmin=-0.5, zmax=k - 0.5, xgap=2, ygap=4))
-    set_axes(fig, "x", title="layer", dtick=1 if member.shape[1] <= 16 else None)
+    set_axes(fig, "x", title="layer", dtick=1 if member.shape[1] <= FEW_TICKS else None)
     set_axes(fig, "y", autorange="reversed")
     return fig
