@@ -25,7 +25,7 @@ typed = c3.text_input("Range boundaries (positions where a new colour starts)",
                       value=positions.default_boundaries(encoding), **url("boundaries"),
                       help="Comma-separated 0-based positions. 128: positions 0–127 against 128 and after "
                            "(BERT's two pre-training phases).")
-path = c4.toggle("Path p → p+1", **url("path"), wrap=True)
+path = c4.toggle("Path p\u00a0→\u00a0p+1", **url("path"), wrap=True)  # where it wraps, "p → p+1" stays one line
 
 first, last = position_range(st, "Positions", n, (0, n - 1), help="The positions projected (every k-th beyond 2 048).")
 colour = "range"

@@ -185,6 +185,22 @@ def test_generated_tokens_are_read_with_the_sentence_and_marked(tiny_path):
     np.testing.assert_allclose(arr(head["data"][0]["z"]), got.layer(0).patterns[0], atol=ATOL)
 
 
+def test_a_model_whose_head_cannot_be_read_says_so_and_shows_the_sentence(tiny_path):
+    """A decoder whose output head is neither tied to its embeddings nor in its checkpoint (the tiny Llama is
+    saved without one): generation is refused in words, and the page shows the sentence's own patterns."""
+    folder = str(tiny_path("llama"))
+    at = open_page("attention", model=folder, generate=3)
+    assert_clean(at, "attention")
+    assert [w.value for w in at.main.warning] == [
+        "No generation: the model's output head cannot be read (its checkpoint has no lm_head.weight and its "
+        "head is not tied to the embeddings)."]
+    lm = posviz.load_model(folder)
+    want = reading.read_attention(lm, "The cat chased the dog", "The dog chased the cat")
+    head = figures(at)[0]
+    assert not any(label.startswith("⟨") for label in head["layout"]["xaxis"]["ticktext"])
+    np.testing.assert_allclose(arr(head["data"][0]["z"]), want.layer(0).patterns[0], atol=ATOL)
+
+
 def test_clipped_colours_show_a_long_inputs_pattern_and_the_toggle_gives_the_whole_range(bundled_lm):
     at = open_page("attention", {"text": LONG_TEXT, "text_pair": ""}, layer=1)
     assert_clean(at, "attention")

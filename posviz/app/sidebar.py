@@ -45,9 +45,10 @@ def _pickers(hosted: bool) -> ModelKey:
         help="Pick a preset, or type any Hugging Face Hub id (org/name)"
              + ("" if hosted else " or local folder") + " and press Enter. Models other than the bundled "
              "one need a network the first time.")
-    st.text_input("Revision", **url("revision"), placeholder="default branch",
-                  help="Branch, tag or commit of a Hub model.")
-    st.selectbox("Device", _devices(), **url("device"), help="auto: cuda, then mps, then cpu.")
+    revision, device = st.columns(2)  # side by side: Presentation mode stays in view on a 768-pixel-high projector
+    revision.text_input("Revision", **url("revision"), placeholder="default branch",
+                        help="Branch, tag or commit of a Hub model.")
+    device.selectbox("Device", _devices(), **url("device"), help="auto: cuda, then mps, then cpu.")
     st.toggle("Positions only (no weights)", **url("positions_only"),
               help="Read only config.json and the positional tensors (byte ranges of the safetensors checkpoint): "
                    "seconds for a model of any size. The pages that run sentences through the model need the full "
