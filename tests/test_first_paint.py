@@ -3,15 +3,19 @@ shown only where it fits the visit and the code, and a fresh server shows it bef
 
 from __future__ import annotations
 
+import importlib
 import importlib.metadata
 import json
 import logging
+import sys
+import threading
 import time
+import types
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from posviz.app import first_paint
+from posviz.app import first_paint, gates
 from tests.support.apptest import TIMEOUT, apptest_like_browser, figures, open_page  # noqa: F401
 from tests.support.browser import browser  # noqa: F401  the module's Chromium (a fixture)
 from tests.support.browser import CHART, IDLE, ROOT, log_tail, new_page, running_app
@@ -44,18 +48,20 @@ def test_the_stored_chart_is_the_model_pages_first_chart(bundled_lm, cache_dir):
     assert len(doc["figure"]["data"][0]["y"]["bdata"]) > 0  # the 512 lengths travel as a typed array
 
 
+def _draw(doc):
+    """A script run of :func:`first_paint.draw` alone, its note in the sidebar."""
+    import streamlit as st
+
+    from posviz.app import first_paint
+
+    first_paint.draw(doc, st.sidebar.empty())
+
+
 def test_the_drawn_chart_is_the_stored_one(bundled_lm, cache_dir):
     first_paint.store(bundled_lm)
     doc = first_paint.stored(ROOT_URL + "/", params=False)
 
-    def script(doc):
-        import streamlit as st
-
-        from posviz.app import first_paint
-
-        first_paint.draw(doc, st.sidebar.empty())
-
-    at = AppTest.from_function(script, args=(doc,), default_timeout=TIMEOUT).run()
+    at = AppTest.from_function(_draw, args=(doc,), default_timeout=TIMEOUT).run()
     page = open_page("model")  # the page that follows: the same head, the same chart
     assert [t.value for t in at.title] == [t.value for t in page.title] == ["Model"]
     assert [m.value for m in at.markdown][:2] == [m.value for m in page.markdown][:2] == [
@@ -67,6 +73,32 @@ def test_the_drawn_chart_is_the_stored_one(bundled_lm, cache_dir):
     assert [x.value for x in at.latex] == [x.value for x in page.latex] and len(page.latex) == 1  # the formula
     assert [c.value for c in at.main.caption] == [c.value for c in page.main.caption][:1]  # and its description
     assert [i.value for i in at.sidebar.info] == [first_paint.NOTE + first_paint.STORED_NOTE] and not at.main.info
+    assert figures(at) == [doc["figure"]]
+
+
+def test_the_stored_chart_waits_while_the_warm_up_imports_what_plotly_looks_up(bundled_lm, cache_dir):
+    """A first visit while the warm-up imports pandas: plotly takes pandas from sys.modules as it is, half
+    initialised (no ``Series`` yet), and the chart failed with an AttributeError; it now waits for the import."""
+    first_paint.store(bundled_lm)
+    doc = first_paint.stored(ROOT_URL, params=False)
+    real, half = importlib.import_module("pandas"), types.ModuleType("pandas")  # pandas as another thread sees it mid-import
+    importing = threading.Event()
+
+    def warm_up():
+        with gates.plotly_lookups:
+            sys.modules["pandas"] = half
+            importing.set()
+            try:
+                time.sleep(1.5)
+            finally:
+                sys.modules["pandas"] = real
+
+    thread = threading.Thread(target=warm_up)
+    thread.start()
+    importing.wait()
+    at = AppTest.from_function(_draw, args=(doc,), default_timeout=TIMEOUT).run()
+    thread.join()
+    assert not at.exception, [e.value for e in at.exception]
     assert figures(at) == [doc["figure"]]
 
 

@@ -157,7 +157,9 @@ def draw(doc: dict | None, note) -> None:
     """Draw what a run waiting for the warm-up shows: :data:`NOTE`; with a stored chart
     (:func:`stored`), the model page's head (:func:`posviz.app.model_facts.header`, from the stored
     facts) and its chart below, as the page draws them, and the note (with :data:`STORED_NOTE`) in
-    ``note``, a slot in the sidebar: the page that follows draws its chart where this one was."""
+    ``note``, a slot in the sidebar: the page that follows draws its chart where this one was.
+    The chart waits while the warm-up imports what plotly looks up as it draws
+    (:data:`posviz.app.gates.plotly_lookups`)."""
     if doc is None:
         st.info(NOTE, icon=":material/hourglass_top:")
         return
@@ -168,7 +170,8 @@ def draw(doc: dict | None, note) -> None:
             st.subheader(subheader)
         if description:
             model_facts.scheme_text(formula, description)
-    layout.chart(doc["figure"], doc["config"], doc["aspect"])
+    with gates.plotly_lookups:
+        layout.chart(doc["figure"], doc["config"], doc["aspect"])
 
 
 class Starting:

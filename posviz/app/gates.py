@@ -20,6 +20,12 @@ import time
 #: Set by the warm-up once the pages' modules are imported, and once the libraries are.
 imported = threading.Event()
 libraries = threading.Event()
+#: Held by the warm-up while it imports the modules plotly looks up in ``sys.modules`` whenever it
+#: makes a figure's JSON (pandas, ``PIL.Image``), and by a run that draws a chart before the warm-up's
+#: imports are done (:func:`posviz.app.first_paint.draw`): plotly takes a module half-imported by the
+#: other thread as it is, and the chart fails (``partially initialized module 'pandas' has no attribute
+#: 'Series'``, a first visit during the imports of a fresh server).
+plotly_lookups = threading.Lock()
 _lock = threading.Lock()
 _expected = False
 _visits = 0

@@ -183,10 +183,13 @@ def _run() -> None:
     gates.before_imports()
     _stage("page loaded", began)
     try:
+        # First, and apart from any figure drawn meanwhile: the modules plotly takes from sys.modules
+        # as it makes any figure's JSON (gates.plotly_lookups). Left to later (scikit-learn imports
+        # pandas), they would be half-imported beside a page run.
+        with gates.plotly_lookups:
+            import pandas  # noqa: F401
+            import PIL.Image  # noqa: F401
         import posviz.app.navigation  # noqa: F401  with it every module of the pages
-        # plotly uses pandas from sys.modules while it builds any figure: a pandas half-imported by
-        # the library stage (scikit-learn imports it) beside a page run fails that figure.
-        import pandas  # noqa: F401
         from posviz.app import caches
         from posviz.store import BUNDLED
     finally:
