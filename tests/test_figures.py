@@ -1,5 +1,7 @@
 """Figure builders: what reaches the browser is what is on screen, and the numbers survive."""
 
+import json
+
 import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
@@ -161,6 +163,31 @@ def test_small_multiples_share_no_layout_between_figures():
     assert second.layout.template.to_plotly_json() == first.layout.template.to_plotly_json()
 
 
+def test_tiles_fit_a_landscape_slide_in_more_columns_with_the_same_tiles():
+    """Twelve tiles with three lines of title, in three columns on the page, take six on a slide's area (1.8 times
+    as wide as high): tile i in row i // 6 and column i % 6, its title above it, the same data, title and colours."""
+    tiles = np.random.default_rng(3).random((12, 8, 8))
+    titles = [f"head {h}<br>loc 0.{h}<br>sym 0.{h}" for h in range(12)]
+    page = figures.small_multiples(tiles, titles, "Identical words", zmin=0, columns=3)
+    assert figures.columns_for_area(12, 3, 1.8) == 6 and figures.columns_for_area(12, 1, 1.8) == 4
+    slide = figures.fit_tiles(page, 1.8)
+    assert slide is not page and page.layout.meta["tile_grid"]["columns"] == 3  # the page's figure is left as it is
+    assert json.loads(slide.to_json())["data"] == json.loads(page.to_json())["data"]
+    assert slide.layout.title.text == page.layout.title.text and slide.layout.coloraxis == page.layout.coloraxis
+    assert slide.layout.meta["aspect"] > 1 > page.layout.meta["aspect"]  # wider than high, as the slide
+    layout = slide.layout.to_plotly_json()
+    for i, (trace, title) in enumerate(zip(slide.data, slide.layout.annotations)):
+        x, y = layout[trace.xaxis.replace("x", "xaxis")]["domain"], layout[trace.yaxis.replace("y", "yaxis")]["domain"]
+        width = layout["xaxis"]["domain"][1] - layout["xaxis"]["domain"][0]  # tile 0's
+        assert x[0] == pytest.approx(i % 6 * (width + figures._TILE_SPACING), abs=1e-3)
+        assert (y[1] if i < 6 else y[0]) == pytest.approx(1 if i < 6 else 0, abs=1e-3)  # two rows, filling the height
+        assert title.text == titles[i] and title.x == pytest.approx((x[0] + x[1]) / 2) and title.y >= y[1]
+    assert figures.fit_tiles(figures.small_multiples(tiles, [f"t{i}" for i in range(12)], "one line"), 1.8).layout \
+        .meta["tile_grid"]["columns"] == 4  # already in the columns that fit
+    heatmap = go.Figure(go.Heatmap(z=[[1]]))
+    assert figures.fit_tiles(heatmap, 1.8) is heatmap
+
+
 @pytest.mark.parametrize("grid", [dict(rows=1, cols=2, subplot_titles=["left", "right<br>panel"], horizontal_spacing=0.2),
                                   dict(rows=1, cols=2, column_widths=[0.9, 0.1], shared_yaxes=True,
                                        horizontal_spacing=0.02),
@@ -213,3 +240,16 @@ def test_block_hover_names_queries_and_keys_in_the_plural():
     tile = grid.data[1]
     assert tile.hovertemplate.startswith("head 1<br>queries %{y}…, keys %{x}… (7×7 block mean)")
     assert (tile.x0, tile.dx, tile.y0, tile.dy, tile.x, tile.y) == (0, 7, 0, 7, None, None)
+
+
+@pytest.mark.parametrize("tokens, kind, note", [(figures.MOST_BARS, "bar", "no bar: exactly 0"),
+                                                (figures.MOST_BARS + 1, "scatter", "gap: exactly 0")])
+def test_many_tokens_are_lines_not_slivers_of_bars(tokens, kind, note):
+    """Per-token values of a long input (510 tokens of a 3000-word sentence) were bars under a pixel wide, pale;
+    beyond MOST_BARS tokens each series is a line, the same values, an exact 0 a gap."""
+    rng = np.random.default_rng(4)
+    series = {"with positions": rng.random(tokens) + 0.1, "without positions": np.r_[0.0, rng.random(tokens - 1)]}
+    fig = figures.token_bars(series, [f"t{i}" for i in range(tokens)], "per token", "L2 norm")
+    assert [t.type for t in fig.data] == [kind, kind]
+    np.testing.assert_array_equal(fig.data[0].y, series["with positions"].astype(np.float32))
+    assert np.isnan(fig.data[1].y[0]) and note in fig.layout.title.subtitle.text

@@ -115,6 +115,19 @@ def test_rows_of_tiles_leave_room_for_their_titles_only(app_url, browser, size):
     assert 50 <= gap <= 160, gap  # three 13-pixel lines and their margins; 268 px at 1920 before the cap
 
 
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("url", ["/properties?slide=identical-word-attention", "/attention?slide=attention-grid"])
+def test_small_multiples_on_a_slide_fill_it(app_url, browser, size, url):
+    """Tiles on a landscape slide take as many columns as make them largest: the identical-word tiles (twelve,
+    three lines of title each) were three columns of 60-pixel tiles at 1024 × 768, their titles over the tiles
+    above and the first row's cut at the top."""
+    with new_page(browser, *SIZES[size]) as page:
+        problems = _looked_at(page, app_url + url, f"tiles-slide-{url.rsplit('=', 1)[1]}-{size}", slide=True)
+        tile = page.evaluate("() => document.querySelector('.js-plotly-plot')._fullLayout.yaxis._length")
+    assert not problems, problems
+    assert tile >= 100, tile
+
+
 #: The top of each metric's value on the page, pixels.
 METRIC_TOPS_JS = """() => [...document.querySelectorAll('[data-testid="stMetricValue"]')]
     .map(value => value.getBoundingClientRect().top)"""

@@ -24,11 +24,16 @@ from posviz.app import layout
 from posviz.app.lectures import Lecture, LectureError, read
 from posviz.app.urls import PARAMS, settable
 from posviz.app.widgets import release_bound_params
+from posviz.views.figures import fit_tiles
 from posviz.views.style import aspect_of, for_slide
 from posviz.views.view import View
 
 #: The query parameters of slide mode (not bound to widgets).
 SLIDE_PARAMS = ("lecture", "step", "slide")
+#: Width ÷ height of a slide's chart area, its heading, caption and footer taken out (some 960 × 510
+#: pixels in a 1024 × 768 window, 1870 × 885 in 1920 × 1080): small multiples take the columns that give
+#: their tiles the most room in it (:func:`posviz.views.figures.fit_tiles`).
+SLIDE_AREA = 1.8
 
 CSS = """<style>
 [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], [data-testid="stHeader"] { display: none; }
@@ -246,7 +251,8 @@ def draw(run: SlideRun, model: str, full_name: str, failure: str = "") -> None:
             places = st.columns(len(chosen)) if len(chosen) > 1 else [nullcontext()]
             for place, view in zip(places, chosen):
                 # on a copy (a cached view is every session's); the heading names the model
-                fig = for_slide(go.Figure(view.figure), len(chosen), heading=run.title)
+                fig = for_slide(fit_tiles(go.Figure(view.figure), SLIDE_AREA / len(chosen)), len(chosen),
+                                heading=run.title)
                 with place, (layout.proportional(aspect_of(fig)) if aspect_of(fig) else nullcontext()):
                     st.plotly_chart(fig, theme=None, height="stretch",
                                     config={**export.plotly_config(export.file_stem(model, view.stem)),

@@ -286,6 +286,7 @@ def small_multiples(matrices: np.ndarray, titles: list[str], title: str, zmin: f
     notes = blocks + tuple(notes)
     fig = go.Figure()
     assign_validated(fig.layout, template=TEMPLATE, **copy.deepcopy(_tiles_layout(tuple(titles), columns, notes)))
+    fig.layout.meta = {**fig.layout.meta, "tile_grid": {"titles": list(titles), "columns": columns, "notes": list(notes)}}
     set_title(fig, title)
     row_name, col_name = names
     where = (f"{row_name} %{{y}} → {col_name} %{{x}}" if block == 1
@@ -318,16 +319,10 @@ def _tiles_layout(titles: tuple[str, ...], columns: int, notes: tuple[str, ...])
     (:func:`~posviz.views.style.assign_validated`).
     """
     rows = -(-len(titles) // columns)
-    lines = max(t.count("<br>") + 1 for t in titles)  # a tile title's lines: the room between rows of tiles
-    # In units of the plot's width: a square tile's side, the room for a row of tile titles above it
-    # (some 18 % of a 150-250 pixel tile a line, as large as a projector's tile titles, and 20 % of
-    # margin), and the plot's height.
-    tile = (1 - (columns - 1) * _TILE_SPACING) / columns
-    gap = tile * (0.2 + 0.18 * lines)
-    height = rows * tile + (rows - 1) * gap
+    tile, gap, height = _tile_geometry(len(titles), columns, _title_lines(titles))
     # the figure: the plot some 0.8 of its width (the colour bar and the margins beside it), the title
     # above it; no wider than tiles of TILE_MAX_PX need (on a wide screen, rows of titles no taller than they need)
-    fig = _subplots(new_figure("", height=None, notes=notes, aspect=round(1 / (0.8 * height + 0.1), 3),
+    fig = _subplots(new_figure("", height=None, notes=notes, aspect=_tiles_aspect(height),
                                max_width=round(TILE_MAX_PX / (0.8 * tile))),
                     rows=rows, cols=columns, subplot_titles=list(titles), horizontal_spacing=_TILE_SPACING,
                     vertical_spacing=gap / height)
@@ -340,6 +335,66 @@ def _tiles_layout(titles: tuple[str, ...], columns: int, notes: tuple[str, ...])
     layout = fig.layout.to_plotly_json()
     del layout["template"]
     return layout
+
+
+def _title_lines(titles) -> int:
+    """Lines of the longest of these tile titles (lines split by ``<br>``)."""
+    return max(t.count("<br>") + 1 for t in titles)
+
+
+def _tile_geometry(count: int, columns: int, lines: int) -> tuple[float, float, float]:
+    """The geometry of :func:`small_multiples` of ``count`` tiles in ``columns`` columns whose titles have
+    ``lines`` lines, in units of the plot's width: a square tile's side, the room for a row of tile titles
+    above it (some 18 % of a 150-250 pixel tile a line, as large as a projector's tile titles, and 20 % of
+    margin), and the plot's height."""
+    rows = -(-count // columns)
+    tile = (1 - (columns - 1) * _TILE_SPACING) / columns
+    gap = tile * (0.2 + 0.18 * lines)
+    return tile, gap, rows * tile + (rows - 1) * gap
+
+
+def _tiles_aspect(height: float) -> float:
+    """Width ÷ height of the figure of small multiples whose plot is ``height`` (units of its width) high:
+    the plot some 0.8 of the figure's width, the title above it."""
+    return round(1 / (0.8 * height + 0.1), 3)
+
+
+def columns_for_area(count: int, lines: int, area: float) -> int:
+    """The columns that give ``count`` tiles of small multiples (titles of ``lines`` lines) the largest
+    tiles in an area ``area`` wide for its height (width ÷ height: a slide's chart area): the figure as
+    large as the area holds, its tiles ``tile`` of its width."""
+    def side(columns: int) -> float:
+        tile, _, height = _tile_geometry(count, columns, lines)
+        return min(area, _tiles_aspect(height)) * tile
+
+    return max(range(1, count + 1), key=side)
+
+
+def fit_tiles(fig: go.Figure, area: float) -> go.Figure:
+    """Small multiples (:func:`small_multiples`) laid out again for an area ``area`` wide for its height
+    (width ÷ height: a slide's chart area) in the columns that make their tiles largest there
+    (:func:`columns_for_area`): the same tiles, titles, colours and title, the tiles' axes and titles and
+    the figure's aspect anew, as a new figure. Any other figure, or tiles already in those columns, is
+    returned as it is.
+
+    On a landscape slide the page's columns leave tiles small: twelve heads with three lines of title each
+    in three columns were 60 pixels high at 1024 × 768, their titles over the tiles above; in six columns,
+    some 115."""
+    grid = (fig.layout.meta or {}).get("tile_grid")
+    if not grid:
+        return fig
+    columns = columns_for_area(len(grid["titles"]), _title_lines(grid["titles"]), area)
+    if columns == grid["columns"]:
+        return fig
+    spec = fig.to_plotly_json()
+    layout = {name: value for name, value in spec["layout"].items()
+              if name != "annotations" and not name.startswith(("xaxis", "yaxis"))}
+    tiles = copy.deepcopy(_tiles_layout(tuple(grid["titles"]), columns, tuple(grid["notes"])))
+    layout.update({name: value for name, value in tiles.items()
+                   if name == "annotations" or name.startswith(("xaxis", "yaxis"))})
+    layout["meta"] = {**layout["meta"], "aspect": tiles["meta"]["aspect"], "max_width": tiles["meta"]["max_width"],
+                      "tile_grid": {**grid, "columns": columns}}
+    return go.Figure(spec["data"], layout)
 
 
 def _subplots(styled: go.Figure, **grid) -> go.Figure:
@@ -534,10 +589,16 @@ def offset_band_figure(panels: dict[str, tuple[np.ndarray, np.ndarray, np.ndarra
     return fig
 
 
+#: Most tokens :func:`token_bars` draws as bars: two series of bars a token are some 4 pixels wide each at
+#: this count in a 1024-pixel window; more, and they became pale slivers (lines instead).
+MOST_BARS = 64
+
+
 def token_bars(series: dict[str, np.ndarray], labels: list[str], title: str, ylabel: str,
                log_y: bool = True) -> go.Figure:
     """Grouped bars, one group per token and one bar per named series (e.g. a per-token difference
-    with and without positions), on a log scale by default.
+    with and without positions), on a log scale by default; beyond :data:`MOST_BARS` tokens, one line per
+    series.
 
     Parameters
     ----------
@@ -546,22 +607,25 @@ def token_bars(series: dict[str, np.ndarray], labels: list[str], title: str, yla
     labels : list of str
         Token labels; beyond :data:`MAX_LABELS` tokens the axis shows indices (hover still names the token).
     log_y : bool
-        Log y axis. An exact 0 has no bar there; the subtitle says so when one occurs.
+        Log y axis. An exact 0 has no bar there (a gap in a line); the subtitle says so when one occurs.
 
     Returns
     -------
     go.Figure
     """
     index = np.arange(len(labels))
+    bars = len(labels) <= MOST_BARS
     zeros = log_y and any(np.any(np.asarray(v) == 0) for v in series.values())
-    fig = new_figure(title, height=440, notes=["no bar: exactly 0"] * zeros)
+    fig = new_figure(title, height=440, notes=[f"{'no bar' if bars else 'gap'}: exactly 0"] * zeros)
     for name, values in series.items():
         values = np.asarray(values, dtype=np.float64)
         shown = np.where(values == 0, np.nan, values) if log_y else values
-        fig.add_trace(dict(type="bar", x=index, y=_f32(shown), name=name,
+        fig.add_trace(dict(type="bar" if bars else "scatter", x=index, y=_f32(shown), name=name,
                            customdata=np.array(list(labels), dtype=object),
-                           hovertemplate=f"{name}<br>token %{{x}} %{{customdata}}<br>%{{y:.3g}}<extra></extra>"))
-    fig.update_layout(barmode="group")
+                           hovertemplate=f"{name}<br>token %{{x}} %{{customdata}}<br>%{{y:.3g}}<extra></extra>",
+                           **({} if bars else {"mode": "lines"})))
+    if bars:
+        fig.update_layout(barmode="group")
     legend_below(fig)
     if log_y:
         log_ticks(fig, [np.asarray(v)[np.asarray(v) > 0] for v in series.values()])

@@ -189,6 +189,8 @@ def _place_title(fig: go.Figure) -> None:
     fig.layout.title = dict(text=wrap(title, chars), x=0, xanchor="left", automargin=True, yref="paper", y=1,
                             yanchor="bottom", pad=dict(b=pad), font=dict(size=font),
                             subtitle=dict(text=subtitle or None, font=dict(size=look.subtitle_font)))
+    if tile_lines and not title:  # no title pushes the plot down (a slide's, its heading): the margin holds them
+        fig.layout.margin.t = max(fig.layout.margin.t or 0, pad)
     if meta.get("tiles") and fig.layout.annotations[0].font.size != look.tile_font:  # once per look: 6 ms for 12
         fig.update_annotations(font_size=look.tile_font)
 

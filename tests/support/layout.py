@@ -5,8 +5,8 @@ problem found on the page as drawn (an empty list for a page that holds):
 
 - clipped text: a widget label, metric, heading, caption, markdown block, formula, select box
   value or upload hint (in the main area and the sidebar) whose content
-  is wider than its box (``scrollWidth > clientWidth``, by more than the 2 pixels of a glyph's overhang), or a chart title or subtitle that leaves
-  its figure;
+  is wider than its box (``scrollWidth > clientWidth``, by more than the 2 pixels of a glyph's overhang), or a chart title,
+  subtitle or tile title that leaves its figure;
 - a small heatmap: a heatmap's plot area (all its tiles together, for small multiples) narrower
   than half its column; in slide mode (``slide``: true) one as high as half the screen passes too;
 - a squeezed chart: a line, bar or scatter chart whose plot area is narrower than half its figure
@@ -74,7 +74,7 @@ LAYOUT_PROBLEMS = r"""
     if (!svg) continue;
     const frame = svg.getBoundingClientRect();
     const title = name(chart.querySelector('.gtitle') || chart) || '(untitled)';
-    for (const t of chart.querySelectorAll('.gtitle, .gtitle-subtitle')) {
+    for (const t of chart.querySelectorAll('.gtitle, .gtitle-subtitle, .annotation-text')) {
       const r = t.getBoundingClientRect();
       if (r.width && (r.top < frame.top - 1 || r.right > frame.right + 1 || r.left < frame.left - 1))
         problems.push(`title outside its figure: "${name(t)}"`);
