@@ -47,12 +47,15 @@ with right:
     if permutation == "reverse":
         order = reverse_words(n)
     elif permutation == "swap":
+        pair = {"swap_i": 1 if n > 2 else 0, "swap_j": n - 1}  # the default pair of this sentence
         if st.session_state.get("swap_words", words) != words:  # a new sentence: its own default pair
-            st.session_state["swap_i"], st.session_state["swap_j"] = (1 if n > 2 else 0), n - 1
+            st.session_state.update(pair)
         st.session_state["swap_words"] = words
+        # a pair set just above is the boxes' value: a default beside it too, and Streamlit warns
+        index = {name: {} if name in st.session_state else {"index": value} for name, value in pair.items()}
         c1, c2 = st.columns(2)
-        i = c1.selectbox("Swap word", range(n), index=1 if n > 2 else 0, **url("swap_i"), help="The word's index (above).")
-        j = c2.selectbox("with word", range(n), index=n - 1, **url("swap_j"))
+        i = c1.selectbox("Swap word", range(n), **index["swap_i"], **url("swap_i"), help="The word's index (above).")
+        j = c2.selectbox("with word", range(n), **index["swap_j"], **url("swap_j"))
         st.caption(f"Swapping **{words[i]}** and **{words[j]}**.")
         order = swap_words(n, i, j)
     elif permutation == "shuffle":

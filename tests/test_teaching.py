@@ -127,6 +127,16 @@ def test_lecture_errors_name_the_slide_and_the_fix(text, message):
         parse(text, "mine")
 
 
+def test_every_slide_with_a_problem_is_named_at_once():
+    text = ("[[slides]]\npage = 'model'\n[[slides]]\npage = 'nowhere'\n"
+            "[[slides]]\npage = 'similarity'\nparams = { layer = 3 }")
+    with pytest.raises(LectureError) as raised:
+        parse(text, "mine")
+    message = str(raised.value)
+    assert message.startswith("2 slides need a fix. (1) slide 2: page 'nowhere' is not a page of posviz")
+    assert "(2) slide 3: 'layer' is not a parameter of the similarity page" in message
+
+
 def test_hosted_mode_reads_no_server_path(tmp_path):
     path = tmp_path / "lecture.toml"
     path.write_text(LECTURE, encoding="utf-8")

@@ -318,7 +318,12 @@ def test_page_prints_the_library_values(bundled_lm):
     assert not at.exception and "exactly once" in at.warning[0].value
 
 
-def test_a_new_sentence_gets_its_own_default_swap():
+def test_a_new_sentence_gets_its_own_default_swap(monkeypatch):
+    """… set as the boxes' value, with no default beside it (Streamlit warned of both in the server's log)."""
+    from streamlit.elements.lib import policies
+
+    warned = []
+    monkeypatch.setattr(policies._LOGGER, "warning", lambda message, *args, **kwargs: warned.append(message % args))
     at = open_page("word_order")
     assert (at.selectbox(key="swap_i").value, at.selectbox(key="swap_j").value) == (1, 4)
     at.text_input(key="text").input("one two three four five six seven").run()
@@ -328,6 +333,7 @@ def test_a_new_sentence_gets_its_own_default_swap():
     at.text_input(key="text").input("one two").run()
     assert (at.selectbox(key="swap_i").value, at.selectbox(key="swap_j").value) == (0, 1)
     assert not [i.value for i in at.info if "nothing to compare" in i.value]
+    assert not warned, warned
 
 
 def test_a_long_sentence_keeps_its_word_lists_in_collapsed_sections():

@@ -134,7 +134,8 @@ def parse(text: str, name: str, fmt: str = "toml") -> Lecture:
     ------
     LectureError
         For text that is not TOML or JSON, no slides, an unknown page or parameter, or a slide that
-        is not a table; the message names the slide.
+        is not a table; the message names the slide, and every slide that has a problem (the first
+        problem of each).
     """
     try:
         data = json.loads(text) if fmt == "json" else tomllib.loads(text)
@@ -143,7 +144,17 @@ def parse(text: str, name: str, fmt: str = "toml") -> Lecture:
     slides = data.get("slides") if isinstance(data, dict) else None
     if not slides or not isinstance(slides, list):
         raise LectureError("The lecture has no slides: write one [[slides]] table per slide (README, Teaching).")
-    return Lecture(name, str(data.get("title", name)), tuple(_slide(i + 1, s) for i, s in enumerate(slides)))
+    read, problems = [], []
+    for number, entry in enumerate(slides, 1):  # every slide's problem at once: one round of fixing
+        try:
+            read.append(_slide(number, entry))
+        except LectureError as exc:
+            problems.append(str(exc))
+    if problems:
+        raise LectureError(problems[0] if len(problems) == 1 else
+                           f"{len(problems)} slides need a fix. " + " ".join(f"({i}) {p}" for i, p in
+                                                                         enumerate(problems, 1)))
+    return Lecture(name, str(data.get("title", name)), tuple(read))
 
 
 def read(source: str, hosted: bool = False) -> Lecture:

@@ -44,7 +44,10 @@ def stage_vectors(shown: WordOrderComparison, stage: str) -> View:
     original, permuted, _ = shown.stage(stage)
     setting = "without positions" if shown.without_positions else "with positions"
     title = f"{STAGES[stage]}, {setting} (tokens × dimensions)"
-    fig = figures.vector_heatmaps({"original order": original, "permuted, put back<br>in the original order": permuted,
+    # panel titles of a few words a line: a third of a 1024-pixel projector's column holds some 13 of its characters
+    fig = figures.vector_heatmaps({"original<br>order": original, "permuted,<br>put back": permuted,
                                    "difference": permuted - original}, title, shown.tokens)
     return View(fig, title, {"original": original, "permuted_back": permuted, "difference": permuted - original,
-                             "tokens": np.array(shown.tokens)})
+                             "tokens": np.array(shown.tokens)},
+                "permuted, put back: the vectors of the permuted sentence, each token's in its row of the original "
+                "order.")
