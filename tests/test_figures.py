@@ -176,6 +176,7 @@ def test_tiles_fit_a_landscape_slide_in_more_columns_with_the_same_tiles():
     assert slide.layout.title.text == page.layout.title.text and slide.layout.coloraxis == page.layout.coloraxis
     assert slide.layout.meta["aspect"] > 1 > page.layout.meta["aspect"]  # wider than high, as the slide
     layout = slide.layout.to_plotly_json()
+    assert not any(axis.get("zeroline", True) for name, axis in layout.items() if name.startswith(("xaxis", "yaxis")))
     for i, (trace, title) in enumerate(zip(slide.data, slide.layout.annotations)):
         x, y = layout[trace.xaxis.replace("x", "xaxis")]["domain"], layout[trace.yaxis.replace("y", "yaxis")]["domain"]
         width = layout["xaxis"]["domain"][1] - layout["xaxis"]["domain"][0]  # tile 0's

@@ -328,9 +328,11 @@ def _tiles_layout(titles: tuple[str, ...], columns: int, notes: tuple[str, ...])
                     vertical_spacing=gap / height)
     axes = {}
     for suffix in [""] + [str(i + 1) for i in range(1, rows * columns)]:  # each y axis keeps its x axis's scale
-        axes[f"xaxis{suffix}"] = dict(showticklabels=False, showgrid=False, constrain="domain")
-        axes[f"yaxis{suffix}"] = dict(showticklabels=False, showgrid=False, autorange="reversed",  # under its title
-                                      scaleanchor=f"x{suffix}", constrain="domain", constraintoward="top")
+        # no zero lines: over a tile's blank cells (a causal bias's upper triangle) they drew a grey edge
+        axes[f"xaxis{suffix}"] = dict(showticklabels=False, showgrid=False, zeroline=False, constrain="domain")
+        axes[f"yaxis{suffix}"] = dict(showticklabels=False, showgrid=False, zeroline=False, autorange="reversed",
+                                      scaleanchor=f"x{suffix}", constrain="domain",
+                                      constraintoward="top")  # under its title
     fig.update_layout(**axes)
     layout = fig.layout.to_plotly_json()
     del layout["template"]
