@@ -144,17 +144,17 @@ def parse(text: str, name: str, fmt: str = "toml") -> Lecture:
     slides = data.get("slides") if isinstance(data, dict) else None
     if not slides or not isinstance(slides, list):
         raise LectureError("The lecture has no slides: write one [[slides]] table per slide (README, Teaching).")
-    read, problems = [], []
+    slides_read, problems = [], []
     for number, entry in enumerate(slides, 1):  # every slide's problem at once: one round of fixing
         try:
-            read.append(_slide(number, entry))
+            slides_read.append(_slide(number, entry))
         except LectureError as exc:
             problems.append(str(exc))
     if problems:
         raise LectureError(problems[0] if len(problems) == 1 else
                            f"{len(problems)} slides need a fix. " + " ".join(f"({i}) {p}" for i, p in
                                                                          enumerate(problems, 1)))
-    return Lecture(name, str(data.get("title", name)), tuple(read))
+    return Lecture(name, str(data.get("title", name)), tuple(slides_read))
 
 
 def read(source: str, hosted: bool = False) -> Lecture:
