@@ -46,6 +46,10 @@ START_TIMEOUT_S = 120
 PAGE_TIMEOUT_MS = 180_000
 #: The app is "up" this long before the projection page is opened (the UMAP goal).
 UP_S = 30.0
+#: Samples of each cheap measurement of a server, for a median less at the mercy of one slow moment
+#: (the machine's own noise is some ±40 ms on a rerun, ±0.3 s on a page load): page loads of the
+#: floor's warm server, and key presses of each rerun case (three layers up; q = 200, 300, 400).
+SAMPLES = 3
 
 #: Page visits after the cold start, by name: the URL path (the projection page with PCA here; UMAP
 #: is measured on its own). Every page of app.py's st.navigation that draws a chart.
@@ -336,14 +340,16 @@ def cold_start(browser, workdir: Path, cache: Path | None = None) -> dict:
 
 def floor(browser, workdir: Path) -> dict:
     """The floor (:data:`FLOOR_SCRIPT`): its first chart from the process start
-    (``first_chart_s``), then a page load of the warm server in a new tab (``warm_chart_s``),
-    seconds."""
+    (``first_chart_s``), then :data:`SAMPLES` page loads of the warm server, each in a new tab
+    (``warm_chart_s``, a list), seconds."""
     with app_server(workdir, floor=True) as server:
         with Tab.open(browser) as tab:
             first = tab.visit(server.base + "/")
-        with Tab.open(browser) as tab:
-            warm = tab.visit(server.base + "/")
-    return dict(first_chart_s=first["chart_at"] - server.started, warm_chart_s=warm["chart_s"])
+        warm = []
+        for _ in range(SAMPLES):
+            with Tab.open(browser) as tab:
+                warm.append(tab.visit(server.base + "/")["chart_s"])
+    return dict(first_chart_s=first["chart_at"] - server.started, warm_chart_s=warm)
 
 
 def idle_server(browser, workdir: Path) -> dict:
@@ -351,8 +357,9 @@ def idle_server(browser, workdir: Path) -> dict:
     server) and, by the sidebar, the projection page with UMAP (the server's first UMAP); in a new
     tab, the projection page by its link; the model page and the projection page again by the
     sidebar (warm); a reload; a 3-D UMAP (computed anew); the attention page's layer slider (one
-    key press) for the default sentence and for 512 tokens; q on the similarity page. Times in
-    seconds, sizes in bytes."""
+    key press up, :data:`SAMPLES` times) for the default sentence and for 512 tokens; q on the
+    similarity page (:data:`SAMPLES` values), each a list of :meth:`Tab.act`'s measurements. Times
+    in seconds, sizes in bytes."""
     with app_server(workdir) as server:
         time.sleep(max(0.0, server.started + UP_S - time.perf_counter()))
         with Tab.open(browser) as tab:
@@ -373,9 +380,9 @@ def _idle_visits(tab: Tab, server: Server) -> dict:
     out["umap_reload"] = tab.settle(start)
     out["umap_3d"] = tab.visit(server.base + "/projection?dims=3")
     tab.visit(server.base + "/attention")
-    out["layer_slider"] = tab.act(press_key(tab, "Layer", "ArrowRight"), server)
+    out["layer_slider"] = [tab.act(press_key(tab, "Layer", "ArrowRight"), server) for _ in range(SAMPLES)]
     tab.visit(server.base + PAGES["attention, 512 tokens"])
-    out["layer_slider_512"] = tab.act(press_key(tab, "Layer", "ArrowRight"), server)
+    out["layer_slider_512"] = [tab.act(press_key(tab, "Layer", "ArrowRight"), server) for _ in range(SAMPLES)]
     tab.visit(server.base + "/similarity")
-    out["similarity_q"] = tab.act(type_number(tab, "q", 200), server)
+    out["similarity_q"] = [tab.act(type_number(tab, "q", 200 + 100 * k), server) for k in range(SAMPLES)]
     return out

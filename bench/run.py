@@ -17,7 +17,8 @@ sizes bytes (MB = 10^6 B). Sections, numbered as in the issue:
    (``posviz.app.first_paint``; the goal is the restart's); then every page, from its navigation
    to its first chart (a new session each; the browser's cache warm). Beside it, in the same run,
    the floor: a bare Streamlit page with one plotly chart (``bench.browser.FLOOR_SCRIPT``), from
-   ``streamlit run`` to its chart, and a page load of its warm server; and the first visit of ``/``
+   ``streamlit run`` to its chart, and page loads of its warm server (``bench.browser.SAMPLES`` a
+   run, each in a new tab); and the first visit of ``/``
    on a posviz server that has been up 30 s. Also, per fresh process: ``import posviz`` and
    ``load_model()``.
 2. Payload: the websocket frames the browser receives (one Streamlit message each) for the
@@ -33,7 +34,7 @@ sizes bytes (MB = 10^6 B). Sections, numbered as in the issue:
    30 s after a first visit of ``/``.
 5. Reruns: the server's time for one rerun (``bench/serve.py``: until the browser is told the run
    has finished) after one ArrowRight on the attention page's layer slider and after typing q on
-   the similarity page, the browser's time for the same (key press until the charts changed and
+   the similarity page (``bench.browser.SAMPLES`` of each a run), the browser's time for the same (key press until the charts changed and
    the script finished), and the forward passes those reruns ran (the app's read_attention,
    attention, input_representation and similarity calls, :data:`bench.serve.COUNTED`).
 6. Compute on cpu, and on cuda against cpu where a GPU is present ("no GPU" otherwise); a
@@ -106,7 +107,8 @@ def browser_rows(res: Results, floors: list[dict], firsts: list[dict], cold: lis
     res.goal(sec, "streamlit run → first chart ÷ the floor's", row["median"] / bare["median"], GOALS["cold_vs_floor"],
              "x")
     up = add(sec, "server up 30 s: 1st visit of / → first chart", [i["first_visit"]["chart_s"] for i in idle])
-    warm = add(sec, "the floor: a page load of its warm server", [f["warm_chart_s"] for f in floors])
+    warm = add(sec, "the floor: a page load of its warm server", [s for f in floors for s in f["warm_chart_s"]],
+               note=f"{browser.SAMPLES} a run, each in a new tab")
     res.goal(sec, "server up 30 s: first chart ÷ the floor's warm page load", up["median"] / warm["median"],
              GOALS["up_vs_floor"], "x")
     add(sec, "  of which: until the server answers /_stcore/health", [c["healthy_s"] for c in cold])
@@ -130,8 +132,8 @@ def browser_rows(res: Results, floors: list[dict], firsts: list[dict], cold: lis
     page = add(sec, "wire: attention page, 512 tokens, all messages", [v["ws_bytes"] for v in long], unit="B")
     for title in long[0]["charts"]:
         add(sec, f"  chart '{title[:40]}'", [v["charts"].get(title) for v in long], unit="B")
-    add(sec, "wire: attention 512 tokens, one layer-slider rerun", [i["layer_slider_512"]["ws_bytes"] for i in idle],
-        unit="B")
+    add(sec, "wire: attention 512 tokens, one layer-slider rerun",
+        [a["ws_bytes"] for i in idle for a in i["layer_slider_512"]], unit="B")
     res.goal(sec, "similarity heatmap on the wire", heat["median"], GOALS["heatmap_bytes"], "B")
     res.goal(sec, "attention page (512 tokens) on the wire", page["median"], GOALS["attention_page_bytes"], "B")
 
@@ -154,8 +156,8 @@ def browser_rows(res: Results, floors: list[dict], firsts: list[dict], cold: lis
     calls = 0
     for key, what, goal in (("layer_slider", "attention: layer slider +1", True),
                             ("layer_slider_512", "attention 512 tokens: layer slider +1", True),
-                            ("similarity_q", "similarity: q = 200", True)):
-        acts = [i[key] for i in idle]
+                            ("similarity_q", "similarity: q = 200, 300, 400", True)):
+        acts = [a for i in idle for a in i[key]]
         server = add(sec, f"{what}, server", [a["server_s"] for a in acts],
                      note=f"{_median([a['runs'] for a in acts]):g} run(s)")
         add(sec, f"{what}, server incl. the clean-up after the run", [a["server_total_s"] for a in acts])
