@@ -150,9 +150,11 @@ def patterns_and_offsets() -> None:
     read = dict(sentence=text, text_pair=text_pair, target=target, stack=stack, limit=limit,
                 generate=int(generate) if generated else 0)
     drawn = dict(encoder_decoder=encoder_decoder, generated=len(generated))
+    tops = caches.attention_tops(key, text, text_pair, target, stack, layers, asked["window"], limit, generated,
+                                 reduction, hide, clip)
     head_view, mean_view, grid_view = views.layer_views(
         att, layer, head, reduction=reduction, special=set(lm.tokenizer.all_special_tokens) if hide else None,
-        clip=clip, **drawn)
+        clip=clip, top=tops[layer], **drawn)
     shown = dict(read, layer=layer, hide_special=hide, blocks=reduction, clip=clip)
     with figures_box:
         left, right = layout.pair()

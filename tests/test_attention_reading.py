@@ -269,3 +269,23 @@ def test_greedy_continuation_is_transformers_generate(tiny_lm, tiny_path, tmp_pa
     np.testing.assert_allclose(att.layer(1).patterns, own, atol=ATOL)
     with pytest.raises(ValueError, match="1 … 64"):
         greedy_continuation(lm, SENTENCE, 0)
+
+
+def test_the_colour_scale_of_every_layer_is_found_at_once_as_each_layers_views_find_it(tiny_lm):
+    from posviz.views import attention as views
+
+    lm = tiny_lm("bert")
+    got = reading.read_attention(lm, SENTENCE)
+    special = set(lm.tokenizer.all_special_tokens)
+    for clip, hidden in ((True, None), (False, None), (True, special)):
+        tops = views.layer_tops(got, clip=clip, special=hidden)
+        assert sorted(tops) == sorted(got.layers)
+        for layer, top in tops.items():
+            head = views.layer_views(got, layer, 0, clip=clip, special=hidden)[0].figure.data[-1]
+            assert head.zmax == top  # what the layer's own views find without it
+    weights = got.layer(1).patterns
+    assert views.layer_tops(got, clip=True)[1] == pytest.approx(np.percentile(weights, views.CLIP_PERCENTILE,
+                                                                             method="lower"))
+    assert views.layer_tops(got)[1] == weights.max()
+    given = views.layer_views(got, 1, 0, clip=True, top=0.25)
+    assert all(v.figure.data[-1].zmax == 0.25 for v in given[:2]) and given[2].figure.layout.coloraxis.cmax == 0.25

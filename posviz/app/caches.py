@@ -35,6 +35,7 @@ from posviz.positions import PositionEncoding, sinusoidal
 from posviz.positions.sinusoid import reference_sinusoid
 from posviz.store import BUNDLED, ModelKey, ModelStore
 from posviz.tokenization import SentenceWords, split_words
+from posviz.views import attention as attention_views
 from posviz.views import attention_offsets as offset_views
 from posviz.views import positions, probes
 from posviz.views import properties as property_views
@@ -163,6 +164,19 @@ def attention_reading(key: ModelKey, text: str, text_pair: str | None, target: s
     if found.offsets is not None:
         _read_only(found.offsets.sums, found.offsets.first, found.offsets.previous)
     return found
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def attention_tops(key: ModelKey, text: str, text_pair: str | None, target: str | None, stack: str,
+                   layers: tuple[int, ...] | None, window: Window | None, limit: int | None,
+                   continuation: tuple[int, ...], reduction: str, hide_special: bool, clip: bool) -> dict[int, float]:
+    """:func:`posviz.views.attention.layer_tops` of :func:`attention_reading` (its arguments first, as
+    there): the colour scale of every layer kept, found once per reading and setting, not at each move
+    of the layer slider (with ``hide_special``, the tokenizer's special tokens hidden)."""
+    lm = loaded_model(key)
+    reading = attention_reading(key, text, text_pair, target, stack, layers, window, limit, continuation)
+    return attention_views.layer_tops(reading, generated=len(continuation), reduction=reduction, clip=clip,
+                                      special=set(lm.tokenizer.all_special_tokens) if hide_special else None)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
