@@ -70,10 +70,10 @@ def before_imports() -> None:
     Importing torch and transformers holds Python's GIL for up to a quarter of a second at a time,
     and the server's thread that serves the frontend's files, reads the websockets and sends what a
     run draws waits for it. Begun while a first visitor's browser loaded the page, the imports delayed
-    its first chart (the stored one) by about 0.8 s (a restart on 2 cores, the README's Performance
-    section); begun before the browser's first run, that run started only once they were done (some
-    4 s: a visit of the Attention page saw Streamlit's list of files, not the note that the app is
-    starting). Begun once the run has drawn and the browser has fetched what that needs, neither.
+    its first chart (the stored one) by about 0.8 s (a restart on 2 cores, measured in
+    docs/performance.md); begun before the browser's first run, that run started only once they were
+    done (some 4 s: a visit of the Attention page saw Streamlit's list of files, not the note that the
+    app is starting). Begun once the run has drawn and the browser has fetched what that needs, neither.
     """
     began = time.monotonic()
     while True:

@@ -6,7 +6,7 @@ Streamlit's frontend loads the code of each kind of element when the first eleme
 arrives, so a page's first chart waits for the script run, then for the plotly module (about 4.7 MB
 of JavaScript) to be fetched and compiled. Every posviz page draws a plotly chart; asked for with
 the HTML, that module is fetched and compiled by the time the chart arrives, and only runs then
-(about 0.1-0.25 s sooner to a first visit's chart on 2 cores: the README's Performance section).
+(about 0.1-0.25 s sooner to a first visit's chart on 2 cores: docs/performance.md).
 The modules are the frontend build's own files (``static/js/PlotlyChart.<hash>.js``
 of the installed Streamlit), found once at start; where a Streamlit build has none of that name,
 nothing is added and the page loads as before.
