@@ -18,8 +18,8 @@ sizes bytes (MB = 10^6 B). Sections, numbered as in the issue:
    to its first chart (a new session each; the browser's cache warm). Beside it, in the same run,
    the floor: a bare Streamlit page with one plotly chart (``bench.browser.FLOOR_SCRIPT``), from
    ``streamlit run`` to its chart, and page loads of its warm server (``bench.browser.SAMPLES`` a
-   run, each in a new tab); and the first visit of ``/`` on a posviz server that has been up 30 s. Also, per fresh process: ``import posviz`` and
-   ``load_model()``.
+   run, each in a new tab); and the first visit of ``/`` on a posviz server that has been up 30 s.
+   Also, per fresh process: ``import posviz`` and ``load_model()``.
 2. Payload: the websocket frames the browser receives (one Streamlit message each) for the
    similarity page's 512 x 512 heatmap and for the attention page of a 512-token sentence; and,
    built in this process as the app builds them, the same figures against the naive alternative
@@ -34,8 +34,9 @@ sizes bytes (MB = 10^6 B). Sections, numbered as in the issue:
 5. Reruns: the server's time for one rerun (``bench/serve.py``: until the browser is told the run
    has finished) after one ArrowRight on the attention page's layer slider and after typing q on
    the similarity page (``bench.browser.SAMPLES`` of each a run), the browser's time for the same
-   (key press until the charts changed and the script finished), and the forward passes those reruns ran (the app's read_attention,
-   attention, input_representation and similarity calls, :data:`bench.serve.COUNTED`).
+   (key press until the charts changed and the script finished), and the forward passes those
+   reruns ran (the app's read_attention, attention, input_representation and similarity calls,
+   :data:`bench.serve.COUNTED`).
 6. Compute on cpu, and on cuda against cpu where a GPU is present ("no GPU" otherwise); a
    randomly initialised Llama-style model with 32,768 positions (rotary), on each device.
 7. Attention at any length: the Attention page's computations at 512, 2 048 and 8 192 tokens of a
