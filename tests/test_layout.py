@@ -128,6 +128,30 @@ def test_small_multiples_on_a_slide_fill_it(app_url, browser, size, url):
     assert tile >= 100, tile
 
 
+#: Of the chart whose title starts with the text given: the pixels between its left edge and its plot
+#: area's, and the plot area's width.
+BAND_JS = """start => {
+  const chart = [...document.querySelectorAll('.js-plotly-plot')]
+    .find(c => (c.querySelector('.gtitle') || {}).textContent?.startsWith(start));
+  const plot = chart.querySelector('.nsewdrag').getBoundingClientRect();
+  return [plot.left - chart.getBoundingClientRect().left, plot.width];
+}"""
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_a_square_heatmap_of_the_whole_width_stands_beside_its_labels(app_url, browser, size):
+    """The Attention page's zoom (a long input), one square heatmap across the main column: at
+    1920 × 1080 its height was held to the window and the square sat 550 pixels right of its title,
+    a blank band between; the chart is now no wider than its height allows."""
+    text = " ".join(["The cat chased the dog."] * 120)
+    with new_page(browser, *SIZES[size]) as page:
+        open_page(page, f"{app_url}/attention?text={text}&text_pair=", f"zoom-{size}", LOG)
+        page.wait_for_timeout(1_000)
+        band, width = page.evaluate(BAND_JS, "Layer 0, head 0: queries 0–31")
+    assert width >= 300, width
+    assert band <= 150, band  # the token labels' room, no more
+
+
 #: The top of each metric's value on the page, pixels.
 METRIC_TOPS_JS = """() => [...document.querySelectorAll('[data-testid="stMetricValue"]')]
     .map(value => value.getBoundingClientRect().top)"""

@@ -29,12 +29,15 @@ import streamlit as st
 ICON = Path(__file__).resolve().parents[1] / "data" / "favicon.png"
 #: Width of the main column under which side-by-side charts stack, in CSS pixels.
 STACK_BELOW, PRESENT_STACK_BELOW = 1100, 1400
+#: Percent of the window's height a figure whose height follows its width takes at most, where it is
+#: not taller than wide (a square heatmap fits the screen): its width is held to match.
+WINDOW_HEIGHT_SHARE = 88
 #: Root font size in presentation mode (Streamlit's is 16 px): everything in rem grows with it.
 PRESENT_ROOT = 21
 
 _BASE = """
 .stMainBlockContainer { container-type: inline-size; container-name: posviz-main; }
-[data-testid="stLayoutWrapper"]:has(> [class*="st-key-posviz-aspect"]) { max-height: 88vh; min-height: 380px; }
+[data-testid="stLayoutWrapper"]:has(> [class*="st-key-posviz-aspect"]) { max-height: {share}vh; min-height: 380px; }
 .katex-display { overflow-x: auto; overflow-y: hidden; padding-bottom: 2px; }
 [data-testid="stMetricLabel"] .stMarkdownEllipsis, [data-testid="stMetricLabel"] .stMarkdownEllipsis p,
 [data-testid="stPageLink"] p { white-space: normal; overflow: visible; text-overflow: clip; }
@@ -79,7 +82,8 @@ def resume_keys(count: int) -> None:
 def style(presenting: bool) -> None:
     """Add the app's layout rules to the page (once per script run, before the page)."""
     _run.count = 0
-    css = _BASE.replace("{stack}", str(PRESENT_STACK_BELOW if presenting else STACK_BELOW))
+    css = _BASE.replace("{stack}", str(PRESENT_STACK_BELOW if presenting else STACK_BELOW)).replace(
+        "{share}", str(WINDOW_HEIGHT_SHARE))
     if presenting:
         css += _PRESENT.replace("{root}", str(PRESENT_ROOT)).replace("{sidebar}", f"{16 / PRESENT_ROOT:.3f}")
     st.html(f"<style>{css}</style>")
@@ -88,14 +92,19 @@ def style(presenting: bool) -> None:
 @contextmanager
 def proportional(aspect: float, max_width: int | None = None) -> Iterator[None]:
     """A container whose height follows its width (``aspect``: width ÷ height), for one figure drawn
-    with ``height="stretch"``: at most 88 % of the window high where it is wider than high (a square
-    heatmap fits the screen), as high as it needs where it is taller (small multiples, whose tiles
-    and their titles would otherwise be squeezed), at most ``max_width`` pixels wide where given; on
-    a slide, no wider than the slide's chart area is high allows (a container query on that area)."""
+    with ``height="stretch"``: at most :data:`WINDOW_HEIGHT_SHARE` % of the window high where it is
+    not taller than wide (a square heatmap fits the screen), and no wider than that height allows (no
+    blank band beside it on a wide screen); as high as it needs where it is taller (small multiples,
+    whose tiles and their titles would otherwise be squeezed); at most ``max_width`` pixels wide where
+    given; on a slide, no wider than the slide's chart area is high allows (a container query on
+    that area)."""
     name = key("aspect")
     wrapper = f'[data-testid="stLayoutWrapper"]:has(> .st-key-{name})'
     tall = " max-height: none;" if aspect < 1 else ""  # taller than wide (small multiples): the page scrolls
-    capped = f" max-width: {max_width}px;" if max_width else ""
+    # as wide as its height allows (a full-width square on a wide screen: no blank band beside the plot)
+    widths = [f"{WINDOW_HEIGHT_SHARE}vh * {aspect}"] if aspect >= 1 else []
+    widths += [f"{max_width}px"] if max_width else []
+    capped = f" max-width: min({', '.join(widths)});" if widths else ""
     st.html(f"<style>{wrapper} {{ aspect-ratio: {aspect};{tall}{capped} }} "  # on a slide: as wide as its height allows
             f".st-key-posviz-slide-charts {wrapper} {{ width: min(100%, calc(100cqh * {aspect})); }}</style>")
     with st.container(key=name):
