@@ -41,8 +41,9 @@ TITLE_CHARS, PRESENT_TITLE_CHARS = 54, 38
 SLIDE_CHARS_PER_ASPECT = 56
 #: Pixels between a figure's subtitle and its plot area, on a screen and in the larger type of a
 #: projector and a slide: a heatmap's first row label is centred on the plot's top edge, half of it
-#: above it (on a slide at 1024 × 768, 8 pixels left its "0" touching the subtitle).
-TITLE_GAP, PRESENT_TITLE_GAP = 8, 14
+#: above it (on a slide at 1024 × 768, 8 pixels left its "0" touching the subtitle; on a screen, the
+#: "L0 H0" of the every-head-by-offset heatmap under a subtitle of two lines).
+TITLE_GAP, PRESENT_TITLE_GAP = 12, 14
 #: Font size of the titles of subplots (tiles of small multiples, panels side by side), and of every annotation in presentation mode.
 TILE_TITLE_FONT, PRESENT_ANNOTATION_FONT = 13, 20
 #: Most token labels on one axis of a heatmap (every k-th beyond; hover names every token). A label
