@@ -16,6 +16,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from posviz.app import caches
+from posviz.views import attention as attention_views
 from posviz.views import positions
 from tests.support.apptest import APP, ROOT, TIMEOUT, apptest_like_browser, assert_clean, open_page  # noqa: F401
 
@@ -38,7 +39,7 @@ def test_first_visits_after_the_warm_up_compute_nothing(monkeypatch):
         monkeypatch.setattr(module, name, lambda *a, **k: calls.append(name) or original(*a, **k))
 
     for module, name in ((caches, "read_attention"), (caches, "input_representation"), (positions, "matrix"),
-                         (positions, "projection_coordinates")):
+                         (positions, "projection_coordinates"), (attention_views, "layer_tops")):
         counting(module, name)
     for page in ("similarity", "input", "attention", "projection"):
         assert_clean(open_page(page), page)

@@ -121,7 +121,9 @@ def default_views() -> list[tuple[str, Callable[[], object]]]:
 
     def attention() -> None:
         queries, _ = caches.attention_size(BUNDLED, DEFAULT_TEXT, DEFAULT_TEXT_PAIR, None, "encoder", None, 0)
-        caches.attention_reading(BUNDLED, DEFAULT_TEXT, DEFAULT_TEXT_PAIR, None, "encoder", None, None, None, ())
+        read = (BUNDLED, DEFAULT_TEXT, DEFAULT_TEXT_PAIR, None, "encoder", None, None, None, ())
+        caches.attention_reading(*read)
+        caches.attention_tops(*read, "mean", False, True)  # the block summary, special tokens shown, clipped
         caches.scheme_prediction(BUNDLED, component, queries)
 
     return [
